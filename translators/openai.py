@@ -1,0 +1,79 @@
+"""OpenAI Decisions wire: parse/render for callers (``/v1/decisions``) and for OpenAI upstreams.
+
+``parse_request`` lives in ``openai_parse``, the upstream pair in ``openai_upstream``; this module is
+the public face the gateway and providers import (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from translators.confidence import choice_confidence, score_confidence
+from translators.content import json_text
+from translators.errors import DecisionError, format_param
+from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
+from translators.openai_parse import parse_request
+from translators.openai_upstream import parse_response, render_request
+from translators.upstream_values import bad
+
+__all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error"]
+
+
+def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
+    """The ``/v1/decisions`` response: answers in question order, each echoing the question's name."""
+    by_id = {answer.question_id: answer for answer in result.answers}
+    answers = []
+    for question in req.questions:
+        answer = by_id.get(question.id)
+        if answer is None:
+            raise bad(f"No answer came back for question '{question.name or question.id}'.")
+        answers.append(render_answer(question, answer))
+    return {"model": result.model or req.model, "answers": answers, "usage": render_usage(result.usage)}
+
+
+def render_answer(question: Question, answer: Answer) -> dict:
+    name = question.name
+    if answer.kind == "refusal":
+        return {"type": "refusal", "name": name}
+    if answer.kind == "yes_no":
+        return {"type": "predicate", "name": name, "probability": answer.probability}
+    if answer.kind == "box":
+        return {"type": "box", "name": name, "box": answer.box, "confidence": answer.confidence}
+    if answer.kind == "choice":
+        confidence = answer.confidence if answer.confidence is not None else choice_confidence(answer.probabilities)
+        return {
+            "type": "choice",
+            "name": name,
+            "choice": question.options[answer.choice_index].value,
+            "confidence": confidence,
+            "probabilities": [{"value": option.value, "probability": p}
+                              for option, p in zip(question.options, answer.probabilities)],
+        }
+    confidence = answer.confidence if answer.confidence is not None else score_confidence(answer.probabilities)
+    return {
+        "type": "score",
+        "name": name,
+        "score": answer.score,
+        "confidence": confidence,
+        "probabilities": [{"value": i, "label": json_text(level.label), "probability": p}
+                          for i, (level, p) in enumerate(zip(question.levels, answer.probabilities))],
+    }
+
+
+def render_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens or 0,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens, "cache_write_tokens": usage.cache_write_tokens},
+        "output_tokens": usage.output_tokens or 0,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def render_error(err: DecisionError) -> tuple[int, dict]:
+    """(status, OpenAI error envelope) with ``param`` naming the field, e.g. ``questions[2].choices``."""
+    loc = err.loc
+    if loc and loc[0] == "body":
+        loc = loc[1:]
+    return err.status, {"error": {"message": err.message, "type": err.type, "param": format_param(loc),
+                                  "code": err.code}}

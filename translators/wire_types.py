@@ -1,0 +1,56 @@
+"""Small pydantic building blocks shared by the wire schemas: tagged unions with readable errors."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+
+from translators.wire_errors import UNKNOWN_TAG
+
+
+class Closed(BaseModel):
+    """A wire object that refuses unknown fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Open(BaseModel):
+    """A wire object that keeps unknown fields (``model_extra``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def tagged(field: str, options: dict[str, Any]) -> Any:
+    """A union picked by ``value[field]``; a missing or unknown tag is one clear error naming ``field``."""
+
+    def pick(value: Any) -> str | None:
+        tag = value.get(field) if isinstance(value, dict) else getattr(value, field, None)
+        return f"~{tag}" if isinstance(tag, str) and tag in options else None
+
+    members = tuple(Annotated[model, Tag(f"~{name}")] for name, model in options.items())
+    expected = ", ".join(options)
+    return Annotated[Union[members], Discriminator(  # type: ignore[valid-type]
+        pick, custom_error_type=UNKNOWN_TAG, custom_error_message=f"{field}|{expected}")]
+
+
+def json_kind(value: Any) -> str | None:
+    """Tag of a JSON value's kind: ~str, ~bool, ~list, ~object (None for anything else)."""
+    if isinstance(value, bool):
+        return "~bool"
+    if isinstance(value, str):
+        return "~str"
+    if isinstance(value, list):
+        return "~list"
+    if isinstance(value, dict):
+        return "~object"
+    return None
+
+
+def by_kind(description: str, **members: Any) -> Any:
+    """A union picked by JSON kind (``str=``, ``bool=``, ``list=``, ``object=``) with one readable error."""
+    options = tuple(Annotated[model, Tag(f"~{kind}")] for kind, model in members.items())
+    if len(options) == 1:
+        return options[0]
+    return Annotated[Union[options], Discriminator(  # type: ignore[valid-type]
+        json_kind, custom_error_type="wrong_kind", custom_error_message=f"must be {description}")]
