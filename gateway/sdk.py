@@ -1,0 +1,120 @@
+"""The Python API beside the proxy, as LiteLLM's ``decisions`` / ``adecisions``.
+
+    from gateway import decisions
+    r = decisions(model="typesafe/jev-latest", input="I was charged twice.",
+                  questions=[{"type": "predicate", "name": "refund", "instructions": "Refund request?"}])
+    r.answers[0].probability
+
+``input=`` takes the OpenAI Decisions wire and returns its response; ``state=`` takes the System
+One wire (``questions`` a map, optional ``assets``) and returns System One. Passing both is an
+error. The request goes through the same validation, provider, splitting and normalisation as the
+proxy (``gateway.dispatch``), straight to the upstream. Errors raise ``DecisionError`` subclasses:
+``RequestInvalid``, ``Unsupported``, ``UpstreamError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from translators.errors import RequestInvalid
+
+DEFAULT_TIMEOUT_S = 60.0
+RESPONSE_MODELS = {"openai": ("translators.openai_wire", "DecisionResponse"),
+                   "systemone": ("translators.systemone_wire", "SystemOneResponse")}
+
+
+def decisions(*, model: str, questions: Any, input: Any = None, state: Any = None, **kwargs: Any) -> Any:
+    """Synchronous ``adecisions`` (runs its own event loop; call ``adecisions`` from async code)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(adecisions(model=model, questions=questions, input=input, state=state, **kwargs))
+    raise RuntimeError("decisions() was called inside a running event loop: use 'await adecisions(...)'.")
+
+
+async def adecisions(*, model: str, questions: Any, input: Any = None, state: Any = None,
+                     api_key: str | None = None, api_base: str | None = None, timeout: float | None = None,
+                     extra_headers: Mapping[str, str] | None = None, assets: Mapping[str, Any] | None = None,
+                     safety_identifier: str | None = None, prompt_cache_key: str | None = None,
+                     prompt_cache_options: Mapping[str, Any] | None = None,
+                     environ: Mapping[str, str] | None = None, upstream: Any = None) -> Any:
+    """Ask ``questions`` of ``model`` (``"provider/name"``) about ``input`` (OpenAI) or ``state`` (System One).
+
+    ``upstream`` may be a started ``gateway.upstream.Upstream`` to reuse; otherwise one is opened
+    for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
+    """
+    from gateway.dispatch import Dispatcher
+    from providers.registry import adhoc_deployment, split_model
+
+    wire, body = _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,
+                              prompt_cache_options)
+    split_model(model)  # an unknown provider fails here, listing the known ones
+    req = _parse(wire, body, extra_headers)
+    params = {"extra_headers": dict(extra_headers)} if extra_headers else {}
+    dep = adhoc_deployment(model, api_key=api_key, api_base=api_base,
+                           timeout=float(timeout) if timeout is not None else DEFAULT_TIMEOUT_S, params=params)
+    if upstream is None:
+        from gateway.upstream import Upstream
+
+        async with Upstream() as own:
+            dispatcher = Dispatcher([dep], own, environ=environ)
+            result = await dispatcher.decide_on(req, dispatcher.deployments[0])
+    else:
+        dispatcher = Dispatcher([dep], upstream, environ=environ)
+        result = await dispatcher.decide_on(req, dispatcher.deployments[0])
+    return _render(wire, result, req)
+
+
+def _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,
+                 prompt_cache_options) -> tuple[str, dict]:
+    if input is not None and state is not None:
+        raise RequestInvalid("Pass either input= (OpenAI Decisions) or state= (System One), not both.",
+                             loc=("input",), code="conflicting_parameters")
+    if input is None and state is None:
+        raise RequestInvalid("Pass input= (OpenAI Decisions) or state= (System One): the request has nothing "
+                             "to decide on.", loc=("input",), code="missing_required_parameter")
+    if input is not None:
+        body: dict[str, Any] = {"model": model, "input": input, "questions": questions}
+        for key, value in (("safety_identifier", safety_identifier), ("prompt_cache_key", prompt_cache_key),
+                           ("prompt_cache_options", prompt_cache_options)):
+            if value is not None:
+                body[key] = dict(value) if isinstance(value, Mapping) else value
+        return "openai", body
+    if safety_identifier is not None:
+        raise RequestInvalid("safety_identifier belongs to the OpenAI Decisions wire (input=), not System One.",
+                             loc=("safety_identifier",), code="unsupported_parameter")
+    body = {"model": model, "state": state, "questions": questions}
+    if assets is not None:
+        body["assets"] = dict(assets)
+    return "systemone", body
+
+
+def _parse(wire: str, body: dict, extra_headers: Mapping[str, str] | None):
+    from dataclasses import replace
+
+    if wire == "openai":
+        from translators import openai as translator
+    else:
+        from translators import systemone as translator
+    req = translator.parse_request(body)
+    if extra_headers:
+        req = replace(req, headers={**req.headers, **{str(k): str(v) for k, v in extra_headers.items()}})
+    return req
+
+
+def _render(wire: str, result, req) -> Any:
+    import importlib
+
+    if wire == "openai":
+        from translators import openai as translator
+    else:
+        from translators import systemone as translator
+    payload = translator.render_response(result, req)
+    module_name, class_name = RESPONSE_MODELS[wire]
+    try:
+        model_class = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        return payload
+    return model_class.model_validate(payload)

@@ -1,0 +1,87 @@
+"""Self-hosted decision servers: Laya (``laya-serve``) and Bespoke Nimble, System One at ``{base}/v1/systemone``.
+
+The base comes from the deployment or ``LAYA_API_BASE`` / ``BESPOKE_API_BASE``. The key from the
+environment is sent only to the environment's own base, so a caller-supplied ``api_base`` cannot
+collect it. Laya's answers are reduced to the Jev contract: its entropy ``confidence`` is replaced
+by the Jev value it sends as ``x_jev_confidence`` (or dropped, so normalisation recomputes it),
+and its extensions (``routing``, ``answer_confidence``, ``action``, ``abstention``, usage extras)
+are stripped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from providers.base import Deployment, Limits
+from providers.systemone_base import SystemOneProvider, first_env
+from translators.ir import DecisionRequest
+
+ANSWER_FIELDS = {
+    "noul": ("type", "noul"),
+    "choice": ("type", "choice", "probabilities", "confidence"),
+    "score": ("type", "score", "probabilities", "confidence", "legend"),
+    "box": ("type", "box", "confidence"),
+}
+USAGE_FIELDS = ("input_tokens", "output_tokens")
+
+
+class SelfHostedProvider(SystemOneProvider):
+    api_key_required = False
+
+    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+        env_base = first_env(environ, self.api_base_envs)
+        api_base = dep.api_base or env_base
+        api_key = dep.api_key
+        if api_key is None and api_base and env_base and api_base.rstrip("/") == env_base.rstrip("/"):
+            api_key = first_env(environ, self.api_key_envs)
+        return api_key, api_base
+
+
+class LayaProvider(SelfHostedProvider):
+    name = "laya"
+    label = "Laya"
+    api_key_envs = ("LAYA_API_KEY",)
+    api_base_envs = ("LAYA_API_BASE",)
+    limits = Limits(max_questions=None, min_options=1, min_levels=1, max_images=0, box=False)
+
+    def clean(self, payload: dict, req: DecisionRequest) -> dict:
+        return jev_strict(payload)
+
+
+class BespokeProvider(SelfHostedProvider):
+    name = "bespoke"
+    label = "Bespoke Nimble"
+    api_key_envs = ("BESPOKE_API_KEY",)
+    api_base_envs = ("BESPOKE_API_BASE",)
+    limits = Limits(
+        max_questions=64, min_options=2, max_options=26, min_levels=2, max_levels=26,
+        max_images=0, max_context_tokens=8_192, box=False,
+    )
+
+
+def jev_strict(payload: dict) -> dict:
+    """A Laya response reduced to the plain System One / Jev contract."""
+    answers = {}
+    for key, answer in (payload.get("answers") or {}).items():
+        answers[key] = jev_answer(answer) if isinstance(answer, dict) else answer
+    out: dict[str, Any] = {"model": payload.get("model"), "answers": answers}
+    usage = payload.get("usage")
+    if isinstance(usage, dict):
+        out["usage"] = {k: usage[k] for k in USAGE_FIELDS if k in usage}
+    return out
+
+
+def jev_answer(answer: dict) -> dict:
+    kind = answer.get("type")
+    keep = ANSWER_FIELDS.get(kind)
+    if keep is None:
+        return answer
+    out = {k: answer[k] for k in keep if k in answer}
+    if kind in ("choice", "score"):
+        jev = answer.get("x_jev_confidence")
+        if isinstance(jev, (int, float)) and not isinstance(jev, bool):
+            out["confidence"] = jev
+        else:
+            out.pop("confidence", None)  # entropy confidence: let normalisation compute Jev's
+    return out
