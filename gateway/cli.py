@@ -1,0 +1,121 @@
+"""``decisions-gateway``: run the proxy, or ``decisions-gateway backend ...`` for the bundled model server.
+
+    decisions-gateway --config config.yaml [--host 0.0.0.0] [--port 4000] [--workers N]
+
+Without ``--config`` the embedded default is served: model ``smollm2`` on the bundled backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from gateway import __version__
+from gateway.config import ConfigError, GatewayConfig, load_config
+
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_PORT = 4000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="decisions-gateway",
+        description="A multi-provider gateway for decision models: serves OpenAI Decisions (/v1/decisions) and "
+                    "TypeSafe System One (/v1/systemone) over every configured provider, translated both ways.",
+        epilog="Subcommand: 'decisions-gateway backend --help' runs the bundled decision model server.",
+    )
+    parser.add_argument("--config", "-c", metavar="PATH",
+                        help="LiteLLM-style YAML config (default: the embedded local/smollm2 model)")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    parser.add_argument("--port", "-p", type=int, default=DEFAULT_PORT,
+                        help=f"port to bind, 0 for any free port (default {DEFAULT_PORT})")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                        help="log level (default info)")
+    parser.add_argument("--version", action="version", version=f"decisions-gateway {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "backend":
+        return run_backend(argv[1:])
+    args = build_parser().parse_args(argv)
+    if args.workers < 1:
+        print("decisions-gateway: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"decisions-gateway: config error: {exc}", file=sys.stderr)
+        return 2
+    if args.workers > 1:
+        return serve_workers(args, config)
+    return serve(args, config)
+
+
+def run_backend(argv: list[str]) -> int:
+    try:
+        from backend import cli as backend_cli
+    except ImportError as exc:
+        print(f"decisions-gateway: the bundled backend is not available ({exc}); "
+              "install it with pip install 'decisions-gateway[backend]'", file=sys.stderr)
+        return 2
+    return int(backend_cli.main(argv) or 0)
+
+
+def loaded_line(config: GatewayConfig) -> str:
+    models, deployments = len(config.model_names), len(config.deployments)
+    return (f"decisions-gateway {__version__}: loaded {models} model{'s' if models != 1 else ''} "
+            f"({deployments} deployment{'s' if deployments != 1 else ''}) from {config.source}: "
+            f"{', '.join(config.model_names)}")
+
+
+def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                print(f"decisions-gateway listening on http://{_display_host(args.host)}:{_bound_port(self, args.port)}",
+                      flush=True)
+
+    print(loaded_line(config), flush=True)
+    server = AnnouncingServer(uvicorn.Config(create_app(config), host=args.host, port=args.port,
+                                             log_level=args.log_level, access_log=False, lifespan="on"))
+    server.run()
+    return 0 if server.started else 1
+
+
+def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
+    import uvicorn
+
+    from gateway.app import CONFIG_ENV
+
+    if args.config:
+        os.environ[CONFIG_ENV] = os.path.abspath(args.config)
+    print(loaded_line(config), flush=True)
+    print(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} "
+          f"with {args.workers} workers", flush=True)
+    uvicorn.run("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
+                workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on")
+    return 0
+
+
+def _bound_port(server, requested: int) -> int:
+    for srv in getattr(server, "servers", []) or []:
+        for sock in getattr(srv, "sockets", []) or []:
+            return sock.getsockname()[1]
+    return requested
+
+
+def _display_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""The price of one decision call in USD, sent as ``x-decisions-response-cost``.
+
+cost = (input - cached - cache_write) x input price + cached x cache-read price
+       + cache_write x cache-write price + output x output price
+
+A provider-reported price (OpenRouter's ``usage.cost``) wins. Prices come from the deployment
+(``input_cost_per_token``, ``output_cost_per_token``, ``cache_read_input_token_cost``,
+``cache_creation_input_token_cost`` in ``litellm_params``) and otherwise from the small built-in
+table below (LiteLLM's bundled map for decision models; decisions output is free). A model with no
+price anywhere costs 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from providers.base import Deployment
+from translators.ir import Usage
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float = 0.0  # USD per input token
+    output: float = 0.0  # USD per output token
+    cache_read: float | None = None  # None: cached tokens cost the input price
+    cache_write: float | None = None  # None: cache writes cost the input price
+
+
+_JEV = Price(input=4.2e-8)
+_PPLX = Price(input=2e-8)
+_PPLX_FLASH = Price(input=1e-8)
+_FREE = Price()
+
+# provider/model -> price (litellm-reference.md section 7.2).
+BUILTIN_PRICES: dict[str, Price] = {
+    "openai/gpt-6-luna": Price(input=1e-7, output=0.0, cache_read=1e-8, cache_write=1.25e-7),
+    **{f"typesafe/{m}": _JEV for m in ("jev-1.13.0", "jev-1.14.0", "jev-latest", "jev-preview")},
+    **{f"perplexity/{m}": _PPLX for m in ("pplx-decider-v1-27b", "pplx-decider-v1.1-27b", "pplx-decider-v1.2",
+                                          "pplx-decider-latest")},
+    **{f"perplexity/{m}": _PPLX_FLASH for m in ("pplx-decider-flash-v1.2", "pplx-decider-flash-latest")},
+    "cloudflare/clef": Price(input=2.4e-7),
+    "cloudflare/@cf/cloudflare/clef": Price(input=2.4e-7),
+    "cloudflare/clef-flash": Price(input=9e-8),
+    "cloudflare/@cf/cloudflare/clef-flash": Price(input=9e-8),
+    "cloudflare/clef-omni": Price(input=1.5e-7),
+    "strands_decider/strands-decider-2B-hobson-v19": _FREE,
+    **{f"laya/{m}": _FREE for m in ("english", "multilingual", "typed-decisions")},
+    **{f"bespoke/{m}": _FREE for m in ("nimble-latest", "nimble", "bespokelabs/Bespoke-Nimble-9B")},
+    "fireworks_ai/rune": Price(input=4.2e-8, cache_read=8.4e-9),
+    "azure_ai/Microsoft-Decision-1": Price(input=4.2e-8),
+    "databricks/databricks-openjev-qwen35-4b": Price(input=4.2e-8),
+}
+
+# Providers that are free whatever the model (self-hosted or bundled).
+FREE_PROVIDERS = frozenset({"local", "strands_decider", "laya", "bespoke", "nimble", "sglang", "max"})
+
+
+def price_for(dep: Deployment, response_model: str | None = None) -> Price:
+    """The deployment's configured prices over the built-in row for provider/<model>."""
+    base = _builtin(dep.provider, response_model) or _builtin(dep.provider, dep.model)
+    if base is None:
+        base = _FREE
+    overrides = {}
+    if dep.input_cost_per_token is not None:
+        overrides["input"] = float(dep.input_cost_per_token)
+    if dep.output_cost_per_token is not None:
+        overrides["output"] = float(dep.output_cost_per_token)
+    if dep.params.get("cache_read_input_token_cost") is not None:
+        overrides["cache_read"] = float(dep.params["cache_read_input_token_cost"])
+    if dep.params.get("cache_creation_input_token_cost") is not None:
+        overrides["cache_write"] = float(dep.params["cache_creation_input_token_cost"])
+    return replace(base, **overrides) if overrides else base
+
+
+def response_cost(usage: Usage, dep: Deployment, response_model: str | None = None) -> float:
+    if usage.cost is not None:
+        return float(usage.cost)
+    price = price_for(dep, response_model)
+    cached = usage.cached_tokens or 0
+    written = usage.cache_write_tokens or 0
+    fresh = max((usage.input_tokens or 0) - cached - written, 0)
+    cache_read = price.input if price.cache_read is None else price.cache_read
+    cache_write = price.input if price.cache_write is None else price.cache_write
+    return (fresh * price.input + cached * cache_read + written * cache_write
+            + (usage.output_tokens or 0) * price.output)
+
+
+def format_cost(cost: float) -> str:
+    """Header text: shortest exact repr, e.g. ``8.2e-05`` or ``0.0``."""
+    return repr(float(cost))
+
+
+def _builtin(provider: str, model: str | None) -> Price | None:
+    if not model:
+        return None
+    if provider in FREE_PROVIDERS:
+        return _FREE
+    return BUILTIN_PRICES.get(f"{provider}/{model}")

@@ -1,0 +1,58 @@
+"""Request ids: every response carries ``x-request-id``; System One responses also ``x-typesafe-request-id``.
+
+A caller's own ``x-request-id`` (printable, up to 128 characters) is kept, otherwise one is made; a
+response that already names its id (a pass-through relaying the upstream's) keeps it.
+The id is stored in the ASGI scope (``scope["state"]["request_id"]``, read as
+``request.state.request_id``) so handlers and logs can use it. Pure ASGI: no per-request task.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+REQUEST_ID = b"x-request-id"
+TYPESAFE_REQUEST_ID = b"x-typesafe-request-id"
+SYSTEMONE_SUFFIX = "/systemone"
+
+
+def new_request_id() -> str:
+    return "req_" + uuid.uuid4().hex
+
+
+def _incoming_id(scope) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name == REQUEST_ID:
+            text = value.decode("latin-1").strip()
+            if 0 < len(text) <= 128 and text.isprintable():
+                return text
+    return None
+
+
+def is_systemone_path(path: str) -> bool:
+    return path.rstrip("/").endswith(SYSTEMONE_SUFFIX)
+
+
+class RequestIdMiddleware:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _incoming_id(scope) or new_request_id()
+        scope.setdefault("state", {})["request_id"] = request_id
+        encoded = request_id.encode("latin-1")
+        names = [REQUEST_ID]
+        if is_systemone_path(scope.get("path", "")):
+            names.append(TYPESAFE_REQUEST_ID)
+
+        async def send_with_id(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                present = {k.lower() for k, _ in headers}
+                headers.extend((name, encoded) for name in names if name not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

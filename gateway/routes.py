@@ -1,0 +1,141 @@
+"""The decision routes: ``POST /v1/decisions`` (OpenAI wire) and ``POST /v1/systemone`` (System One).
+
+One handler for both: decode the body, parse it with the caller's wire into the IR, check the
+model, dispatch, render the answer in the caller's wire with the cost and model headers. Every
+failure is rendered by ``translators.<wire>.render_error`` into the envelope the caller's client
+expects; nothing a client sends ends in a 500.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from dataclasses import replace
+from types import ModuleType
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from gateway.body import BodyError, DecodedBody, decode_body
+from gateway.cost import format_cost, response_cost
+from gateway.state import GatewayState, RequestRecord
+from translators.errors import DecisionError, RequestInvalid, UpstreamError
+from translators.ir import DecisionRequest
+
+log = logging.getLogger("gateway.routes")
+
+router = APIRouter()
+
+FORWARDED_HEADER_PREFIXES = ("typesafe-danger-zone-",)
+JSON_TYPE = "application/json"
+
+
+@router.post("/v1/decisions", include_in_schema=True)
+@router.post("/decisions", include_in_schema=False)
+async def openai_decisions(request: Request) -> Response:
+    return await handle_decision(request, "openai")
+
+
+@router.post("/v1/systemone", include_in_schema=True)
+@router.post("/systemone", include_in_schema=False)
+async def systemone_decisions(request: Request) -> Response:
+    return await handle_decision(request, "systemone")
+
+
+def wire_module(wire: str) -> ModuleType:
+    return importlib.import_module(f"translators.{wire}")
+
+
+async def handle_decision(request: Request, wire: str) -> Response:
+    state: GatewayState = request.app.state.gateway
+    module = wire_module(wire)
+    request_id = getattr(request.state, "request_id", "")
+    decoded: DecodedBody | None = None
+    model: str | None = None
+    try:
+        decoded = decode_request_body(await request.body(), request, wire)
+        model = check_model(decoded.json, state, wire)
+        req = parse(module, wire, decoded, state)
+        req = replace(req, headers={**req.headers, **forwarded_headers(request)})
+        result, dep = await state.decide(req, model)
+        body = module.render_response(result, req)
+        cost = response_cost(result.usage, dep, result.model)
+        response = json_response(200, body, {
+            "x-decisions-response-cost": format_cost(cost),
+            "x-decisions-model": f"{dep.provider}/{dep.model}",
+        })
+    except DecisionError as err:
+        response = error_response(module, err)
+    except Exception:  # noqa: BLE001 - a gateway bug: say so in the caller's envelope, log the trace
+        log.exception("internal error on %s (request %s)", request.url.path, request_id)
+        response = error_response(module, DecisionError(
+            status=500, message=f"Internal error in the gateway; request id {request_id}.",
+            type="internal_error", code="internal_error"))
+    state.record(RequestRecord(
+        request_id=request_id, path=request.url.path, content_type=request.headers.get("content-type"),
+        content_encoding=request.headers.get("content-encoding"), multipart=bool(decoded and decoded.multipart),
+        asset_parts=tuple(decoded.parts) if decoded else (), model=model, status=response.status_code,
+    ))
+    return response
+
+
+def decode_request_body(raw: bytes, request: Request, wire: str) -> DecodedBody:
+    try:
+        decoded = decode_body(raw, request.headers.get("content-type"), request.headers.get("content-encoding"))
+    except BodyError as exc:
+        raise body_invalid(exc, wire) from None
+    if wire == "openai" and decoded.parts:
+        raise RequestInvalid("Multipart asset parts are accepted on /v1/systemone only; send images to "
+                             "/v1/decisions as input_image parts.", loc=("request_body",), code="invalid_body")
+    return decoded
+
+
+def body_invalid(exc: BodyError, wire: str) -> RequestInvalid:
+    if wire == "openai":
+        return RequestInvalid(exc.message, loc=("request_body",), status=exc.status, code="invalid_body")
+    schema_error = exc.kind in ("json", "shape")
+    return RequestInvalid(exc.message, loc=("body",), status=422 if schema_error else exc.status,
+                          code="json_invalid" if schema_error else "invalid_body")
+
+
+def check_model(body: dict, state: GatewayState, wire: str) -> str:
+    """The requested model, which must be one of the configured model names."""
+    loc = ("model",) if wire == "openai" else ("body", "model")
+    names = state.config.model_names
+    listing = f"The configured models are: {', '.join(names)}."
+    model = body.get("model")
+    if model is None or (isinstance(model, str) and not model.strip()):
+        raise RequestInvalid(f"model is required. {listing}", loc=loc,
+                             status=400 if wire == "openai" else 422, code="missing_model")
+    if not isinstance(model, str):
+        raise RequestInvalid(f"model must be a string naming a configured model. {listing}", loc=loc,
+                             status=400 if wire == "openai" else 422, code="invalid_model")
+    if model not in names:
+        raise RequestInvalid(f"Unknown model '{model}'. {listing}", loc=loc, status=400, code="model_not_found")
+    return model
+
+
+def parse(module: ModuleType, wire: str, decoded: DecodedBody, state: GatewayState) -> DecisionRequest:
+    limits = state.config.request_limits
+    if wire == "systemone":
+        return module.parse_request(decoded.json, limits, decoded.parts or None)
+    return module.parse_request(decoded.json, limits)
+
+
+def forwarded_headers(request: Request) -> dict[str, str]:
+    """Client headers a provider may forward (TypeSafe-Danger-Zone-*)."""
+    return {k: v for k, v in request.headers.items() if k.lower().startswith(FORWARDED_HEADER_PREFIXES)}
+
+
+def json_response(status: int, body, headers: dict[str, str] | None = None) -> Response:
+    try:
+        content = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        raise UpstreamError(502, "The upstream answer held a non-finite number and cannot be sent as JSON.") from None
+    return Response(content=content, status_code=status, media_type=JSON_TYPE, headers=headers)
+
+
+def error_response(module: ModuleType, err: DecisionError) -> Response:
+    status, body = module.render_error(err)
+    return json_response(status, body, dict(err.headers or {}))

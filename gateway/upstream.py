@@ -1,0 +1,193 @@
+"""Upstream HTTP: one shared, pooled client for the whole process.
+
+httpx's own connection pool is slow under concurrency (encode/httpx#3215), so the client speaks
+httpx's API over aiohttp's transport (``httpx_aiohttp.AiohttpTransport``); see
+``bench/upstream_client.py`` and docs/benchmarks.md. URLs ``local://<model-ref>/<path>`` go to the
+bundled backend in this process (``backend.inprocess.call``) instead of over HTTP.
+
+Transport failures become ``UpstreamError``: 502 when the upstream cannot be reached, 504 when it
+does not answer in time. Messages name the provider and host, never a key or a query string.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from urllib.parse import unquote, urlsplit
+
+import aiohttp
+import httpx
+
+from providers.base import UpstreamRequest, UpstreamResponse
+from translators.errors import DecisionError, UpstreamError
+
+LOCAL_SCHEME = "local://"
+# What a failed exchange raises: httpx's errors, aiohttp's when its transport does not map them,
+# timeouts and socket errors.
+TRANSPORT_ERRORS = (httpx.HTTPError, aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
+
+
+class Upstream:
+    """Sends ``UpstreamRequest``s. Create once at start-up (``start``), close at shutdown (``close``)."""
+
+    def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self._max_connections = max_connections
+        self._keepalive_expiry = keepalive_expiry
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    async def start(self) -> None:
+        if self._client is None:
+            self._client = make_client(self._max_connections, self._keepalive_expiry, self._transport)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> "Upstream":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def send(self, request: UpstreamRequest, provider: str = "") -> UpstreamResponse:
+        provider = provider or _host(request.url)
+        if request.url.startswith(LOCAL_SCHEME):
+            return await send_local(request, provider)
+        if self._client is None:
+            await self.start()
+        assert self._client is not None
+        content, headers = encode_body(request, provider)
+        started = time.perf_counter()
+        try:
+            response = await self._client.request(request.method, request.url, headers=headers,
+                                                  content=content, timeout=request.timeout)
+        except TRANSPORT_ERRORS as exc:
+            raise transport_error(exc, provider, request.url, request.timeout) from None
+        return UpstreamResponse(
+            status=response.status_code,
+            headers={k.lower(): v for k, v in response.headers.items()},
+            body=response.content,
+            elapsed_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+
+def encode_body(request: UpstreamRequest, provider: str) -> tuple[bytes | None, dict[str, str]]:
+    """The bytes to send: raw ``content`` as is, or ``json`` compact with a JSON Content-Type."""
+    if request.content is not None or request.json is None:
+        return request.content, request.headers
+    try:
+        content = json.dumps(request.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise UpstreamError(502, f"The request for upstream {provider} cannot be encoded as JSON ({exc}).",
+                            provider=provider) from None
+    headers = dict(request.headers)
+    if not any(name.lower() == "content-type" for name in headers):
+        headers["Content-Type"] = "application/json"
+    return content, headers
+
+
+def make_client(max_connections: int = 1000, keepalive_expiry: float = 30.0,
+                transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """httpx's API on aiohttp's connection pool (or on a given transport, e.g. in tests)."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections,
+                          keepalive_expiry=keepalive_expiry)
+    if transport is None:
+        from httpx_aiohttp import AiohttpTransport
+
+        transport = AiohttpTransport(limits=limits)
+    return httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
+
+
+def transport_error(exc: BaseException, provider: str, url: str, timeout: float) -> UpstreamError:
+    """502 for an upstream that cannot be reached, 504 for one that does not answer in time."""
+    where = f"upstream {provider} at {_host(url)}"
+    if _is_timeout(exc):
+        return UpstreamError(504, f"The {where} did not answer within {timeout:g} s.", provider=provider,
+                             type="timeout", code="upstream_timeout")
+    reason = type(_root(exc)).__name__
+    return UpstreamError(502, f"Could not reach the {where} ({reason}).", provider=provider,
+                         type="upstream_error", code="upstream_unreachable")
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A timeout anywhere in the cause chain; connection refusals are not timeouts.
+
+    The aiohttp transport maps every ``aiohttp.ClientConnectionError`` (connection refused
+    included) to ``httpx.ConnectTimeout``, so the original aiohttp exception decides.
+    """
+    root = _root(exc)
+    if root is not exc:
+        return isinstance(root, (asyncio.TimeoutError, TimeoutError))
+    return isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError))
+
+
+def _root(exc: BaseException) -> BaseException:
+    seen = exc
+    while seen.__cause__ is not None and seen.__cause__ is not seen:
+        seen = seen.__cause__
+    return seen
+
+
+def _host(url: str) -> str:
+    if url.startswith(LOCAL_SCHEME):
+        return "local"
+    parts = urlsplit(url)
+    return parts.netloc.rsplit("@", 1)[-1] or url.split("?", 1)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# local:// -> the bundled backend, in process
+# --------------------------------------------------------------------------------------------
+
+
+def split_local_url(url: str) -> tuple[str, str]:
+    """``local://<model-ref>/v1/decisions`` -> (model_ref, "/v1/decisions")."""
+    rest = url[len(LOCAL_SCHEME):].split("?", 1)[0]
+    cut = rest.find("/v1/")
+    if cut < 0:
+        cut = rest.find("/")
+    if cut <= 0:
+        raise ValueError(f"local upstream URL {url!r} needs the form local://<model-ref>/<path>")
+    return unquote(rest[:cut]), rest[cut:]
+
+
+async def send_local(request: UpstreamRequest, provider: str = "local") -> UpstreamResponse:
+    try:
+        model_ref, path = split_local_url(request.url)
+    except ValueError as exc:
+        raise UpstreamError(502, str(exc), provider=provider) from None
+    body = request.json
+    if body is None and request.content is not None:
+        try:
+            body = json.loads(request.content)
+        except ValueError:
+            raise UpstreamError(502, "The local backend takes JSON bodies only.", provider=provider) from None
+    try:
+        from backend import inprocess
+    except ImportError as exc:
+        raise UpstreamError(502, f"The bundled backend is not installed ({exc.name or exc}); "
+                                 "install the 'backend' extra.", provider=provider) from None
+    started = time.perf_counter()
+    try:
+        status, payload = await asyncio.wait_for(inprocess.call(model_ref, path, body), timeout=request.timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise UpstreamError(504, f"The local backend ({model_ref}) did not answer within {request.timeout:g} s.",
+                            provider=provider, type="timeout", code="upstream_timeout") from None
+    except DecisionError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a backend crash is the upstream's fault, not the caller's
+        raise UpstreamError(502, f"The local backend ({model_ref}) failed: {type(exc).__name__}: {exc}",
+                            provider=provider) from None
+    return UpstreamResponse(
+        status=int(status), headers={"content-type": "application/json"},
+        body=json.dumps(payload).encode(), elapsed_ms=(time.perf_counter() - started) * 1000.0,
+    )

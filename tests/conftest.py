@@ -1,0 +1,70 @@
+"""Shared fixtures: the gateway served by uvicorn on a free port in a background thread (real HTTP).
+
+``gateway_factory(config)`` starts one gateway per distinct config (a dict in LiteLLM's shape or a
+``GatewayConfig``) and stops them all at the end of the session. Fake upstreams come from
+tests/fakes/.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+
+from gateway.app import create_app
+from gateway.config import GatewayConfig, build_config
+from gateway.state import GatewayState
+
+START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class RunningGateway:
+    url: str
+    app: object
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    @property
+    def state(self) -> GatewayState:
+        return self.app.state.gateway
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def start_gateway(config: GatewayConfig | dict, environ: dict | None = None) -> RunningGateway:
+    if isinstance(config, dict):
+        config = build_config(config, environ or {}, source="<test config>")
+    app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="on", access_log=False))
+    thread = threading.Thread(target=server.run, name="gateway-under-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the gateway did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    return RunningGateway(f"http://127.0.0.1:{port}", app, server, thread)
+
+
+@pytest.fixture(scope="session")
+def gateway_factory():
+    running: dict[str, RunningGateway] = {}
+
+    def start(config: GatewayConfig | dict, environ: dict | None = None) -> RunningGateway:
+        key = json.dumps(config, sort_keys=True, default=str) if isinstance(config, dict) else str(id(config))
+        if key not in running:
+            running[key] = start_gateway(config, environ)
+        return running[key]
+
+    yield start
+    for gateway in running.values():
+        gateway.stop()

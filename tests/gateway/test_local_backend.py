@@ -1,0 +1,37 @@
+"""``local/`` deployments go to the bundled backend in process (``local://`` upstream URLs), no HTTP hop."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.gateway.systemone_checks import check_systemone_response
+
+CONFIG = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2", "timeout": 300}}]}
+QUESTIONS = {
+    "billing": {"type": "noul", "instructions": "Is this about billing?"},
+    "tone": {"type": "choice", "instructions": "Tone?", "criteria": {"calm": None, "angry": "upset"}},
+    "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["Can wait", "This week", "Today"]},
+}
+
+
+@pytest.fixture(scope="module")
+def local_gateway(gateway_factory):
+    return gateway_factory(CONFIG)
+
+
+def test_both_routes_answer_from_the_bundled_model(local_gateway):
+    request = {"model": "smollm2", "state": "I was charged twice for my order.", "questions": QUESTIONS}
+    s1 = httpx.post(f"{local_gateway.url}/v1/systemone", json=request, timeout=300)
+    assert s1.status_code == 200, s1.text
+    assert s1.headers["x-decisions-model"] == "local/smollm2" and s1.headers["x-decisions-response-cost"] == "0.0"
+    check_systemone_response(request, s1.json())
+
+    oa = httpx.post(f"{local_gateway.url}/v1/decisions", timeout=300, json={
+        "model": "smollm2", "input": request["state"],
+        "questions": [{"type": "predicate", "name": "billing", "instructions": "Is this about billing?"}]})
+    assert oa.status_code == 200, oa.text
+    (answer,) = oa.json()["answers"]
+    assert answer["name"] == "billing" and 0.0 <= answer["probability"] <= 1.0
+    # The same question, same state, same model: the same probability on both wires.
+    assert answer["probability"] == pytest.approx(s1.json()["answers"]["billing"]["noul"], abs=1e-3)
