@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import zstandard
 
+from translators.wire_errors import json_kind_name
+
 MAX_DECODED_BYTES = 64 * 1024 * 1024  # a decompressed body beyond this is refused (zip bombs)
 
 
@@ -81,7 +83,7 @@ def parse_json_object(data: bytes, what: str) -> dict:
     except json.JSONDecodeError as exc:
         raise BodyError("json", f"Invalid JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
     if not isinstance(value, dict):
-        raise BodyError("shape", f"{what[0].upper()}{what[1:]} must be a JSON object, not {_json_kind(value)}.")
+        raise BodyError("shape", f"{what[0].upper()}{what[1:]} must be a JSON object, not {json_kind_name(value)}.")
     return value
 
 
@@ -159,13 +161,3 @@ def _encoding_name(content_encoding: str | None) -> str | None:
     return value or None
 
 
-def _json_kind(value) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"

@@ -6,8 +6,10 @@ cost = (input - cached - cache_write) x input price + cached x cache-read price
 A provider-reported price (OpenRouter's ``usage.cost``) wins. Prices come from the deployment
 (``input_cost_per_token``, ``output_cost_per_token``, ``cache_read_input_token_cost``,
 ``cache_creation_input_token_cost`` in ``litellm_params``) and otherwise from the small built-in
-table below (LiteLLM's bundled map for decision models; decisions output is free). A model with no
-price anywhere costs 0.
+table below (LiteLLM's bundled map for decision models; decisions output is free).
+
+A cost is never made up: a model with no price anywhere, or an upstream that reported no token
+counts, has an unknown cost (``None``), and the header is left out rather than saying $0.
 """
 
 from __future__ import annotations
@@ -55,11 +57,12 @@ BUILTIN_PRICES: dict[str, Price] = {
 FREE_PROVIDERS = frozenset({"local", "strands_decider", "laya", "bespoke", "nimble", "sglang", "max"})
 
 
-def price_for(dep: Deployment, response_model: str | None = None) -> Price:
-    """The deployment's configured prices over the built-in row for provider/<model>."""
+def price_for(dep: Deployment, response_model: str | None = None) -> Price | None:
+    """The deployment's configured prices over the built-in row for provider/<model>; None if unpriced."""
     base = _builtin(dep.provider, response_model) or _builtin(dep.provider, dep.model)
-    if base is None:
-        base = _FREE
+    if base is None and dep.input_cost_per_token is None:
+        return None
+    base = base or _FREE
     overrides = {}
     if dep.input_cost_per_token is not None:
         overrides["input"] = float(dep.input_cost_per_token)
@@ -72,10 +75,13 @@ def price_for(dep: Deployment, response_model: str | None = None) -> Price:
     return replace(base, **overrides) if overrides else base
 
 
-def response_cost(usage: Usage, dep: Deployment, response_model: str | None = None) -> float:
+def response_cost(usage: Usage, dep: Deployment, response_model: str | None = None) -> float | None:
+    """USD for one call, or None when it is unknown (no price, or no token counts from the upstream)."""
     if usage.cost is not None:
         return float(usage.cost)
     price = price_for(dep, response_model)
+    if price is None or usage.input_tokens is None:
+        return None
     cached = usage.cached_tokens or 0
     written = usage.cache_write_tokens or 0
     fresh = max((usage.input_tokens or 0) - cached - written, 0)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from gateway.cost import format_cost, response_cost
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
 
@@ -77,7 +78,7 @@ async def typesafe_passthrough(path: str, request: Request) -> Response:
     headers = _relayed_headers(resp)
     cost = typesafe_cost(resp, requested_model(await request.body())) if request.method == "POST" else None
     if cost is not None:
-        headers[COST_HEADER] = repr(float(cost))
+        headers[COST_HEADER] = format_cost(cost)
         log.info("typesafe pass-through %s %s: status %s, cost %s", request.method, "/" + path, resp.status,
                  headers[COST_HEADER])
     return Response(content=resp.body, status_code=resp.status, headers=headers)
@@ -142,7 +143,6 @@ def typesafe_cost(resp: UpstreamResponse, requested: str = "jev-latest") -> floa
         return None
     if not isinstance(payload, dict) or not isinstance(payload.get("usage"), dict):
         return None
-    from gateway.cost import response_cost
     from translators.upstream_values import usage as read_usage
 
     try:

@@ -61,10 +61,10 @@ async def handle_decision(request: Request, wire: str) -> Response:
         result, dep = await state.decide(req, model)
         body = module.render_response(result, req)
         cost = response_cost(result.usage, dep, result.model)
-        response = json_response(200, body, {
-            "x-decisions-response-cost": format_cost(cost),
-            "x-decisions-model": f"{dep.provider}/{dep.model}",
-        })
+        headers = {"x-decisions-model": f"{dep.provider}/{dep.model}"}
+        if cost is not None:
+            headers["x-decisions-response-cost"] = format_cost(cost)
+        response = json_response(200, body, headers)
     except DecisionError as err:
         response = error_response(module, err)
     except Exception:  # noqa: BLE001 - a gateway bug: say so in the caller's envelope, log the trace

@@ -72,7 +72,7 @@ def _one(error: dict[str, Any], loc: Loc, path_text: Callable[[Loc], str]) -> tu
     if kind == "extra_forbidden":
         return loc, f"{where} is not a recognised field; remove it.", "unknown_field"
     if kind in _KIND_WORDS:
-        return loc, f"{where} must be {_KIND_WORDS[kind]}, got {_json_kind(value)}.", kind
+        return loc, f"{where} must be {_KIND_WORDS[kind]}, got {json_kind_name(value)}.", kind
     if kind == "literal_error":
         return loc, f"{where} must be one of {ctx.get('expected', '')}, got {_show(value)}.", "invalid_value"
     if kind in ("too_short", "too_long"):
@@ -83,7 +83,7 @@ def _one(error: dict[str, Any], loc: Loc, path_text: Callable[[Loc], str]) -> tu
         return loc, f"{where} must be a finite number.", kind
     message = str(error.get("msg", "is invalid"))
     if kind == "wrong_kind":
-        message += f", got {_json_kind(value)}"
+        message += f", got {json_kind_name(value)}"
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     if not message.startswith(("must", "is", "has", "cannot", "needs")):
@@ -91,7 +91,8 @@ def _one(error: dict[str, Any], loc: Loc, path_text: Callable[[Loc], str]) -> tu
     return loc, f"{where} {message.rstrip('.')}.", kind
 
 
-def _json_kind(value: Any) -> str:
+def json_kind_name(value: Any) -> str:
+    """How a message names a JSON value's kind: 'a string', 'an object', 'null', ..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -108,5 +109,5 @@ def _json_kind(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else _json_kind(value) if isinstance(value, (dict, list)) else str(value)
+    text = repr(value) if isinstance(value, str) else json_kind_name(value) if isinstance(value, (dict, list)) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."

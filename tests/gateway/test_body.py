@@ -51,7 +51,7 @@ def test_multipart_from_typesafe_sdk_keeps_binary_parts_exact():
     (b"", "application/json", None, "json", 400, "empty"),
     (b'{"state": NaN}', "application/json", None, "json", 400, "NaN is not a JSON number"),
     (b'{"state": [-Infinity]}', "application/json", None, "json", 400, "-Infinity is not a JSON number"),
-    (b"[1, 2]", "application/json", None, "shape", 400, "must be a JSON object, not an array"),
+    (b"[1, 2]", "application/json", None, "shape", 400, "must be a JSON object, not a list"),
     (b'"text"', "application/json", None, "shape", 400, "not a string"),
     (b"--b\r\n\r\n--b--", "multipart/form-data", None, "multipart", 400, "boundary"),
     (b'--b\r\nContent-Disposition: form-data; name="asset-0"\r\n\r\nxx\r\n--b--\r\n',

@@ -46,6 +46,8 @@ def test_provider_reported_cost_wins():
 
 def test_unknown_and_local_models_cost_nothing_and_missing_usage_counts_zero():
     assert response_cost(Usage(input_tokens=10, output_tokens=1), dep("local", "smollm2")) == 0.0
-    assert response_cost(Usage(input_tokens=10), dep("openrouter", "some/model")) == 0.0
-    assert response_cost(Usage(), dep("openai", "gpt-6-luna")) == 0.0
+    # Never a made-up $0: an unpriced model, or an upstream that reported no tokens, has no cost.
+    assert response_cost(Usage(input_tokens=10), dep("openrouter", "some/model")) is None
+    assert response_cost(Usage(), dep("openai", "gpt-6-luna")) is None
+    assert price_for(dep("typesafe", "jev-9.9")) is None
     assert format_cost(8.2e-05) == "8.2e-05" and format_cost(0) == "0.0"
