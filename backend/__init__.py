@@ -1,0 +1,1 @@
+"""The bundled decision backend: any chat model becomes a decision model (see backend/README.md)."""

