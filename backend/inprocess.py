@@ -36,12 +36,14 @@ def get_service(model_ref: str = "default") -> DecisionService:
         return service
 
 
-async def call(model_ref: str, path: str, body: dict) -> tuple[int, dict]:
-    """POST ``body`` to ``path`` (``/v1/decisions``, ``/v1/systemone``, ``/v1/score``) of the model."""
+async def call(model_ref: str, path: str, body: dict) -> tuple[int, dict, dict[str, str]]:
+    """POST ``body`` to ``path`` (``/v1/decisions``, ``/v1/systemone``, ``/v1/score``) of the model.
+
+    Returns (status, JSON body, headers); a full queue answers 503 with ``Retry-After``.
+    """
     key = _key(model_ref)
     try:
         service = _services.get(key) or await asyncio.to_thread(get_service, key)
     except ModelLoadError as err:  # a configuration problem: name it rather than fail as a crash
-        return 400, error_body(BackendRefusal(f"the local model '{model_ref}' cannot be loaded: {err}"))
-    status, payload, _headers = await service.handle(path, body)
-    return status, payload
+        return 400, error_body(BackendRefusal(f"the local model '{model_ref}' cannot be loaded: {err}")), {}
+    return await service.handle(path, body)

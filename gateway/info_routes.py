@@ -35,9 +35,14 @@ async def liveliness() -> JSONResponse:
 @router.get("/health/readiness")
 async def readiness(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
-    ready = state.upstream.started
+    client_ready, loaded = state.upstream.started, state.models_loaded
+    ready = client_ready and loaded
     body = {"status": "healthy" if ready else "starting", "models": len(state.config.model_names),
-            "deployments": len(state.config.deployments), "upstream_client": "ready" if ready else "closed"}
+            "deployments": len(state.config.deployments), "upstream_client": "ready" if client_ready else "closed",
+            "local_models": "loaded" if loaded else "loading"}
+    failed = state.warmup.result() if loaded and state.warmup is not None and not state.warmup.cancelled() else {}
+    if failed:
+        body["local_model_errors"] = failed
     return JSONResponse(body, status_code=200 if ready else 503)
 
 

@@ -36,6 +36,11 @@ class GatewayState:
     request_log: deque = field(default_factory=lambda: deque(maxlen=REQUEST_LOG_SIZE))
     rng: random.Random = field(default_factory=random.Random)
     dispatcher: Any = None  # gateway.dispatch.Dispatcher over the config's deployments
+    warmup: Any = None  # asyncio task loading the local/ models at start-up
+
+    @property
+    def models_loaded(self) -> bool:
+        return self.warmup is None or self.warmup.done()
 
     def __post_init__(self) -> None:
         if self.dispatcher is None:

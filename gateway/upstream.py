@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -21,6 +22,8 @@ import httpx
 
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
+
+log = logging.getLogger("gateway.upstream")
 
 LOCAL_SCHEME = "local://"
 # What a failed exchange raises: httpx's errors, aiohttp's when its transport does not map them,
@@ -178,7 +181,8 @@ async def send_local(request: UpstreamRequest, provider: str = "local") -> Upstr
                                  "install the 'backend' extra.", provider=provider) from None
     started = time.perf_counter()
     try:
-        status, payload = await asyncio.wait_for(inprocess.call(model_ref, path, body), timeout=request.timeout)
+        status, payload, headers = await asyncio.wait_for(inprocess.call(model_ref, path, body),
+                                                           timeout=request.timeout)
     except (asyncio.TimeoutError, TimeoutError):
         raise UpstreamError(504, f"The local backend ({model_ref}) did not answer within {request.timeout:g} s.",
                             provider=provider, type="timeout", code="upstream_timeout") from None
@@ -188,6 +192,28 @@ async def send_local(request: UpstreamRequest, provider: str = "local") -> Upstr
         raise UpstreamError(502, f"The local backend ({model_ref}) failed: {type(exc).__name__}: {exc}",
                             provider=provider) from None
     return UpstreamResponse(
-        status=int(status), headers={"content-type": "application/json"},
+        status=int(status), headers={"content-type": "application/json", **{k.lower(): v for k, v in headers.items()}},
         body=json.dumps(payload).encode(), elapsed_ms=(time.perf_counter() - started) * 1000.0,
     )
+
+
+async def warm_local_models(model_refs: list[str]) -> dict[str, str]:
+    """Load each ``local/`` model once, off the event loop, so the first request does not pay for it.
+
+    Returns the models that failed to load, with the reason (a request to one of them answers 400
+    naming it); the gateway keeps serving its other models.
+    """
+    if not model_refs:
+        return {}
+    from backend import inprocess
+    from backend.loading import ModelLoadError
+
+    failed: dict[str, str] = {}
+    for ref in dict.fromkeys(model_refs):
+        try:
+            await asyncio.to_thread(inprocess.get_service, ref)
+        except ModelLoadError as err:
+            failed[ref] = str(err)
+            log.error("local model %r cannot be loaded: %s", ref, err)
+    return failed
+

@@ -113,7 +113,7 @@ async def test_local_provider_refusals_name_the_question():
 async def test_a_local_model_that_cannot_be_loaded_is_a_clear_400(tmp_path):
     from backend import inprocess
 
-    status, body = await inprocess.call(str(tmp_path / "no-model"), "/v1/decisions", {"input": "x", "questions": []})
+    status, body, _headers = await inprocess.call(str(tmp_path / "no-model"), "/v1/decisions", {"input": "x", "questions": []})
     assert status == 400 and "cannot be loaded" in body["message"] and "no-model" in body["message"]
 
 
@@ -140,3 +140,27 @@ async def test_local_provider_serves_what_only_system_one_allows_through_the_bac
     with pytest.raises(UpstreamError) as err:
         provider.parse_response(await send_local(provider.build_request(wide, dep)), wide, dep)
     assert err.value.status == 400 and "question 'wide': the answer label 'AJ' is not one distinct token" in err.value.message
+
+
+async def test_a_full_local_queue_reaches_the_caller_as_503_with_retry_after(service):
+    """The engine's 503 + Retry-After survives the in-process hop and the provider's error mapping."""
+    import asyncio
+
+    from backend import inprocess
+    from backend.service import DecisionService
+
+    busy = DecisionService(service.loaded, max_queued_rows=3)
+    inprocess._services["busy-queue-test"] = busy
+    try:
+        provider, dep = LocalProvider(), Deployment(model_name="busy", provider="local", model="busy-queue-test")
+        first = asyncio.ensure_future(send_local(provider.build_request(REQUEST, dep)))
+        await asyncio.sleep(0.05)  # the first request's three rows are queued or running
+        second = await send_local(provider.build_request(REQUEST, dep))
+        assert second.status == 503 and second.headers["retry-after"] == "1"
+        with pytest.raises(UpstreamError) as err:
+            provider.parse_response(second, REQUEST, dep)
+        assert err.value.status == 503 and err.value.headers.get("Retry-After") == "1"
+        assert (await first).status == 200
+    finally:
+        inprocess._services.pop("busy-queue-test", None)
+        busy.close()
