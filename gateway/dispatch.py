@@ -101,7 +101,7 @@ class Dispatcher:
 def request_limits(provider: Provider, dep: Deployment, req: DecisionRequest) -> Limits:
     limits = limits_for(provider.limits, dep)
     adjust = getattr(provider, "request_limits", None)
-    return adjust(limits, req) if adjust else limits
+    return adjust(limits, req, dep=dep) if adjust else limits
 
 
 async def _gather_all(calls) -> list[DecisionResult]:

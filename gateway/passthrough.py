@@ -8,8 +8,9 @@
   ``usage``, cached tokens priced as such; gateway/cost.py) is sent in ``x-decisions-response-cost``
   and logged.
 
-The upstream's status and body come back as they are; gateway-side failures (not configured,
-unreachable) answer in System One's ``{"detail": {...}}`` envelope.
+The upstream's status and body come back as they are (except the gateway's key, blanked out should
+an upstream echo it); gateway-side failures (not configured, unreachable) answer in System One's
+``{"detail": {...}}`` envelope.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ async def typesafe_passthrough(path: str, request: Request) -> Response:
         if not key:
             raise NotConfigured("The TypeSafe pass-through is not configured: set TYPESAFE_API_KEY.")
         base = _env("TYPESAFE_API_BASE") or TYPESAFE_DEFAULT_BASE
-        url = f"{base.rstrip('/')}/{path.lstrip('/')}"
+        url = typesafe_url(base, path)
         if request.url.query:
             url += "?" + request.url.query
         resp = await _relay(request, url, key, "typesafe")
@@ -81,7 +82,15 @@ async def typesafe_passthrough(path: str, request: Request) -> Response:
         headers[COST_HEADER] = format_cost(cost)
         log.info("typesafe pass-through %s %s: status %s, cost %s", request.method, "/" + path, resp.status,
                  headers[COST_HEADER])
-    return Response(content=resp.body, status_code=resp.status, headers=headers)
+    return Response(content=without_key(resp.body, key), status_code=resp.status, headers=headers)
+
+
+def typesafe_url(base: str, path: str) -> str:
+    """``base`` + ``/path``; a base given with ``/v1`` (as the provider accepts it) is not doubled."""
+    base, path = base.rstrip("/"), path.lstrip("/")
+    if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
+        base = base[: -len("/v1")]
+    return f"{base}/{path}"
 
 
 async def _self_hosted(request: Request, name: str) -> Response:
@@ -92,10 +101,18 @@ async def _self_hosted(request: Request, name: str) -> Response:
             raise NotConfigured(f"{label} is not configured: set {base_env} to the server's address.")
         from providers.systemone_base import join_url
 
-        resp = await _relay(request, join_url(base, "/v1/systemone"), _env(key_env), name)
+        key = _env(key_env)
+        resp = await _relay(request, join_url(base, "/v1/systemone"), key, name)
     except DecisionError as err:
         return _error(err)
-    return Response(content=resp.body, status_code=resp.status, headers=_relayed_headers(resp))
+    return Response(content=without_key(resp.body, key), status_code=resp.status, headers=_relayed_headers(resp))
+
+
+def without_key(body: bytes, key: str | None) -> bytes:
+    """The relayed body with the gateway's own key blanked out (an upstream may echo it in an error)."""
+    if not key or len(key) < 4 or not body:
+        return body
+    return body.replace(key.encode(), b"[redacted]")
 
 
 async def _relay(request: Request, url: str, key: str | None, provider: str) -> UpstreamResponse:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from translators.errors import RequestInvalid
@@ -26,12 +27,21 @@ RESPONSE_MODELS = {"openai": ("translators.openai_wire", "DecisionResponse"),
 
 
 def decisions(*, model: str, questions: Any, input: Any = None, state: Any = None, **kwargs: Any) -> Any:
-    """Synchronous ``adecisions`` (runs its own event loop; call ``adecisions`` from async code)."""
+    """Synchronous ``adecisions``: runs its own event loop.
+
+    Called where a loop is already running (a notebook, a sync helper inside async code), the call
+    runs on its own loop in a worker thread and this thread waits for it; async code should
+    prefer ``await adecisions(...)``, which does not block the loop.
+    """
+    def call() -> Any:
+        return asyncio.run(adecisions(model=model, questions=questions, input=input, state=state, **kwargs))
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(adecisions(model=model, questions=questions, input=input, state=state, **kwargs))
-    raise RuntimeError("decisions() was called inside a running event loop: use 'await adecisions(...)'.")
+        return call()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="decisions") as pool:
+        return pool.submit(call).result()
 
 
 async def adecisions(*, model: str, questions: Any, input: Any = None, state: Any = None,
@@ -51,6 +61,9 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     wire, body = _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,
                               prompt_cache_options)
     split_model(model)  # an unknown provider fails here, listing the known ones
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise RequestInvalid(f"timeout must be a positive number of seconds, not {timeout!r}.", loc=("timeout",),
+                             code="invalid_parameter")
     req = _parse(wire, body, extra_headers)
     params = {"extra_headers": dict(extra_headers)} if extra_headers else {}
     dep = adhoc_deployment(model, api_key=api_key, api_base=api_base,

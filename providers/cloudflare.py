@@ -99,7 +99,7 @@ class CloudflareProvider(SystemOneProvider):
             status, retryable = ERROR_CODES[code]
         elif code == 5012 and resp.status == 529:  # "Clef inference failed": unavailable for now
             status = 503
-        return upstream_error(self.name, resp, label=self.label, secrets=(dep.api_key,), payload=payload,
+        return upstream_error(self.name, resp, label=self.label, secrets=self.secrets(dep), payload=payload,
                               status=status, code=str(code) if code is not None else None, retryable=retryable)
 
     def parse_response(self, resp, req, dep):

@@ -2,6 +2,7 @@
 
 Images travel inside ``state``: an array holding the caller's state first, then OpenAI-style
 ``{"type": "image_url", "image_url": {"url": <data URL>}}`` parts (at most 8; no http URLs).
+A deployment's ``integration`` param is sent as ``X-Pplx-Integration``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class PerplexityProvider(SystemOneProvider):
         max_questions=128, min_options=1, max_options=255, min_levels=1, max_levels=10,
         max_images=8, image_formats=("png", "jpeg", "webp"), max_context_tokens=262_144, box=False,
     )
+
+    def request_headers(self, req: DecisionRequest, dep: Deployment) -> dict[str, str]:
+        integration = (dep.params or {}).get("integration")
+        return {"X-Pplx-Integration": str(integration)} if integration else {}
 
     def place_images(self, body: dict, req: DecisionRequest, dep: Deployment) -> dict:
         state = image_shapes.without_refs(body.get("state"), set(req.input.images))

@@ -5,7 +5,8 @@ environment is sent only to the environment's own base, so a caller-supplied ``a
 collect it. Laya's answers are reduced to the Jev contract: its entropy ``confidence`` is replaced
 by the Jev value it sends as ``x_jev_confidence`` (or dropped, so normalisation recomputes it),
 and its extensions (``routing``, ``answer_confidence``, ``action``, ``abstention``, usage extras)
-are stripped.
+are stripped. A Nimble server on Modal takes the deployment's ``modal_key`` / ``modal_secret`` as
+``Modal-Key`` / ``Modal-Secret`` headers (kept out of error messages like any key).
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ class BespokeProvider(SelfHostedProvider):
         max_questions=64, min_options=2, max_options=26, min_levels=2, max_levels=26,
         max_images=0, max_context_tokens=8_192, box=False,
     )
+    modal_headers = {"modal_key": "Modal-Key", "modal_secret": "Modal-Secret"}
+
+    def request_headers(self, req: DecisionRequest, dep: Deployment) -> dict[str, str]:
+        params = dep.params or {}
+        return {header: str(params[key]) for key, header in self.modal_headers.items() if params.get(key)}
+
+    def secrets(self, dep: Deployment) -> tuple[str | None, ...]:
+        params = dep.params or {}
+        return (*super().secrets(dep), *(str(params[key]) for key in self.modal_headers if params.get(key)))
 
 
 def jev_strict(payload: dict) -> dict:

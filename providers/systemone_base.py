@@ -26,6 +26,8 @@ from translators.ir import DecisionRequest, DecisionResult
 
 # Caller headers a provider never forwards (it sets them itself).
 RESERVED_HEADERS = frozenset({"authorization", "content-type", "content-length", "host"})
+# TypeSafe's gates: meaningful to TypeSafe only, so never sent to another upstream.
+DANGER_ZONE_PREFIX = "typesafe-danger-zone-"
 
 
 def first_env(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:
@@ -53,9 +55,10 @@ class SystemOneProvider:
     api_base_envs: ClassVar[tuple[str, ...]] = ()
     api_key_required: ClassVar[bool] = True
     inline_images_only: ClassVar[bool] = True  # public image URLs are refused (no downloads here)
+    takes_danger_zone_headers: ClassVar[bool] = False  # TypeSafe-Danger-Zone-* headers (TypeSafe only)
     limits: Limits = Limits()
 
-    def request_limits(self, limits: Limits, req: DecisionRequest) -> Limits:
+    def request_limits(self, limits: Limits, req: DecisionRequest, dep: Deployment | None = None) -> Limits:
         """Limits for this request (a header may lift one); the deployment's limits by default."""
         return limits
 
@@ -102,12 +105,19 @@ class SystemOneProvider:
         return {}
 
     def configured_headers(self, dep: Deployment) -> dict[str, str]:
-        """Headers from the deployment (``extra_headers`` / ``headers``), minus the reserved ones."""
+        """Headers from the deployment (``extra_headers`` / ``headers``), minus the reserved ones
+        (and TypeSafe's Danger-Zone gates, for any other upstream)."""
         out: dict[str, str] = {}
         for key in ("headers", "extra_headers"):
-            for name, value in ((dep.params or {}).get(key) or {}).items():
-                if name.lower() not in RESERVED_HEADERS and value is not None:
-                    out[name] = str(value)
+            configured = (dep.params or {}).get(key)
+            if not isinstance(configured, Mapping):
+                continue
+            for name, value in configured.items():
+                lower = str(name).lower()
+                if lower in RESERVED_HEADERS or value is None or (
+                        lower.startswith(DANGER_ZONE_PREFIX) and not self.takes_danger_zone_headers):
+                    continue
+                out[str(name)] = str(value)
         return out
 
     def body(self, req: DecisionRequest, dep: Deployment) -> dict:
@@ -135,8 +145,12 @@ class SystemOneProvider:
 
     # ---- response --------------------------------------------------------------------------
 
+    def secrets(self, dep: Deployment) -> tuple[str | None, ...]:
+        """What must never appear in an error message: the key (and any other credential sent)."""
+        return (dep.api_key,)
+
     def error(self, resp: UpstreamResponse, dep: Deployment) -> UpstreamError:
-        return upstream_error(self.name, resp, label=self.label, secrets=(dep.api_key,))
+        return upstream_error(self.name, resp, label=self.label, secrets=self.secrets(dep))
 
     def unwrap(self, payload: Any) -> Any:
         return payload

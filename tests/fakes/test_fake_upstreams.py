@@ -263,3 +263,33 @@ class TestSelfHosted:
             assert post(url, {"state": "s", "questions": wide}).status_code == 422
             assert post(url, {"state": "s", "questions": Q}).status_code == 200
             assert json.loads(fake.last.body)["questions"] == Q
+
+
+class TestSGLang:
+    def test_schema_auth_limits_and_answers(self):
+        from tests.fakes.sglang import FakeSGLang
+
+        with FakeSGLang("sg-key") as fake:
+            url = fake.url + "/v1/decisions"
+            questions = [{"id": "a", "type": "yes_no", "question": "Urgent?"},
+                         {"id": "b", "type": "choice", "question": "Team?", "options": [{"name": "x"}, {"name": "y"}]},
+                         {"id": "c", "type": "score", "question": "How bad?", "levels": ["lo", "mid", "hi"]}]
+            body = {"model": "m", "input": "s", "questions": questions, "prompt_format_version": 1}
+            assert post(url, body).status_code == 401
+            r = post(url, body, "sg-key")
+            assert r.status_code == 200
+            out = r.json()
+            assert out["object"] == "decisions" and out["usage"]["prompt_tokens"] > 0
+            assert "completion_tokens" not in out["usage"]
+            assert set(out["answers"]["a"]["probabilities"]) == {"yes", "no"}
+            assert out["answers"]["b"]["choice"] in ("x", "y") and set(out["answers"]["c"]["probabilities"]) == {
+                "0", "1", "2"}
+            assert out["answers"] == fake.expected_answers(fake.last)
+            for bad in ({**body, "extra": 1}, {**body, "prompt_format_version": 2}, {**body, "images": ["x"]},
+                        {**body, "questions": [{**questions[1], "options": [{"name": "x"}]}]},
+                        {**body, "questions": [{"id": f"q{i}", "type": "yes_no", "question": "?"} for i in range(65)]}):
+                refused = post(url, bad, "sg-key")
+                assert refused.status_code == 400 and refused.json()["object"] == "error"
+            fake.fail_next(429, "busy", headers={"Retry-After": "3"})
+            limited = post(url, body, "sg-key")
+            assert limited.status_code == 429 and limited.headers["retry-after"] == "3"

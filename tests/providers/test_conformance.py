@@ -25,6 +25,8 @@ def assert_addressed(case, rec):
     else:
         assert rec.header("authorization") is None
     assert rec.header("content-type") == "application/json"
+    assert rec.header("accept") == "application/json"
+    assert not any(name.startswith("typesafe-danger-zone") for name in rec.headers)  # text only: no gate
     assert rec.json["model"] == case.body_model
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from providers.registry import get_provider
 from tests.providers import helpers as h
 from tests.providers.cases import BY_NAME, CASES
 from translators.errors import DecisionError, RequestInvalid, Unsupported, UpstreamError
@@ -25,7 +26,7 @@ async def test_upstream_error_statuses(case, status, fake_for):
         await h.decide(case.deployment(fake), h.s1_request())
     err = caught.value
     assert err.status == CALLER_STATUS[status]
-    assert err.provider == case.provider
+    assert err.provider == case.provider and get_provider(case.provider).label in err.message
     assert f"HTTP {status}" in err.message and f"scripted failure {status}" in err.message
     if status == 429:
         assert err.headers == {"Retry-After": "7", "retry-after-ms": "7000"}
@@ -54,6 +55,7 @@ async def test_timeout_is_504(case, fake_for):
     with pytest.raises(UpstreamError) as caught:
         await h.decide(case.deployment(fake, timeout=0.2), h.s1_request())
     assert caught.value.status == 504 and caught.value.provider == case.provider
+    assert case.provider in caught.value.message
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -63,6 +65,7 @@ async def test_connection_failure_is_502(case, fake_for):
     with pytest.raises(UpstreamError) as caught:
         await h.decide(dead, h.s1_request())
     assert caught.value.status == 502 and caught.value.provider == case.provider
+    assert case.provider in caught.value.message
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -110,3 +110,38 @@ def test_typesafe_passthrough_relays_errors_and_other_methods(gateway, monkeypat
 def test_typesafe_passthrough_without_a_key_is_503(gateway):
     r = send(gateway, "/typesafe/v1/systemone")
     assert r.status_code == 503 and "TYPESAFE_API_KEY" in r.json()["detail"]["message"]
+
+
+@pytest.mark.parametrize("base, path, url", [
+    ("https://api.typesafe.ai", "v1/systemone", "https://api.typesafe.ai/v1/systemone"),
+    ("https://api.typesafe.ai/v1/", "v1/systemone", "https://api.typesafe.ai/v1/systemone"),
+    ("https://api.typesafe.ai/v1", "v1", "https://api.typesafe.ai/v1"),
+    ("http://proxy/typesafe", "/v1/models", "http://proxy/typesafe/v1/models"),
+    ("http://host/v1", "v2/other", "http://host/v1/v2/other"),
+])
+def test_typesafe_passthrough_url(base, path, url):
+    from gateway.passthrough import typesafe_url
+
+    assert typesafe_url(base, path) == url
+
+
+def test_typesafe_passthrough_with_a_v1_base(gateway, monkeypatch):
+    with FakeTypeSafe("ts-env-key") as typesafe:
+        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
+        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url + "/v1")  # the form the typesafe/ provider accepts
+        r = send(gateway, "/typesafe/v1/systemone", {**BODY, "model": "jev-latest"})
+        assert r.status_code == 200 and typesafe.last.path == "/v1/systemone"
+
+
+def test_passthrough_never_relays_the_gateway_key(gateway, monkeypatch):
+    with FakeTypeSafe("ts-env-key") as typesafe, FakeLaya("laya-secret") as laya:
+        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
+        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url)
+        monkeypatch.setenv("LAYA_API_BASE", laya.url)
+        monkeypatch.setenv("LAYA_API_KEY", "laya-secret")
+        typesafe.fail_next(401, "Invalid API key ts-env-key")
+        r = send(gateway, "/typesafe/v1/systemone")
+        assert r.status_code == 401 and "ts-env-key" not in r.text and "[redacted]" in r.text
+        laya.fail_next(401, "bad bearer laya-secret")
+        r = send(gateway, "/laya/v1/systemone")
+        assert r.status_code == 401 and "laya-secret" not in r.text

@@ -199,3 +199,76 @@ async def test_image_limits(provider, count, image_url, phrase, fake_for):
         await h.decide(case.deployment(fake), req)
     assert phrase in caught.value.message and provider in caught.value.message
     assert fake.requests == []
+
+
+# ---- deployment params the config accepts reach the provider ------------------------------------
+
+
+def test_limit_overrides_from_litellm_params_model_info_and_limits():
+    from providers.limits import limits_for
+
+    base = get_provider("cloudflare").limits
+    dep = Deployment("m", "cloudflare", "clef", params={"max_questions": 32, "max_levels": "5", "supports_images": False})
+    limits = limits_for(base, dep)
+    assert (limits.max_questions, limits.max_levels, limits.max_images) == (32, 5, 0)
+    ranked = Deployment("m", "cloudflare", "clef", params={"max_questions": 32, "limits": {"max_questions": 8}},
+                        model_info={"max_questions": 16})
+    assert limits_for(base, ranked).max_questions == 8  # litellm_params < model_info < litellm_params.limits
+    unusable = Deployment("m", "cloudflare", "clef", model_info={"max_questions": 0, "max_levels": "ten",
+                                                                 "max_options": True})
+    assert limits_for(base, unusable) == base  # ignored, not a 500 on every request
+    assert limits_for(base, Deployment("m", "cloudflare", "clef", model_info={"max_questions": None})).max_questions \
+        is None
+
+
+async def test_litellm_params_question_limit_splits(fake_for):
+    case = BY_NAME["typesafe"]
+    fake = fake_for(case)
+    dep = case.deployment(fake, params={"max_questions": 2})
+    decided = await h.decide(dep, h.s1_request(h.noul_questions(3)))
+    assert sorted(len(r.json["questions"]) for r in fake.requests) == [1, 2]
+    assert len(decided.result.answers) == 3
+
+
+async def test_perplexity_integration_header(fake_for):
+    case = BY_NAME["perplexity"]
+    fake = fake_for(case)
+    await h.decide(case.deployment(fake, params={"integration": "acme-bot"}), h.s1_request())
+    assert fake.last.header("x-pplx-integration") == "acme-bot"
+    await h.decide(case.deployment(fake), h.s1_request())
+    assert fake.last.header("x-pplx-integration") is None
+
+
+async def test_nimble_modal_headers_sent_and_kept_out_of_errors(fake_for):
+    from translators.errors import UpstreamError
+
+    case = BY_NAME["bespoke"]
+    fake = fake_for(case)
+    dep = case.deployment(fake, params={"modal_key": "wk-modal-key-1", "modal_secret": "ws-modal-secret-2"})
+    await h.decide(dep, h.s1_request())
+    assert (fake.last.header("modal-key"), fake.last.header("modal-secret")) == ("wk-modal-key-1", "ws-modal-secret-2")
+    fake.fail_next(401, "bad Modal credentials wk-modal-key-1 / ws-modal-secret-2")
+    with pytest.raises(UpstreamError) as caught:
+        await h.decide(dep, h.s1_request())
+    assert "wk-modal-key-1" not in caught.value.message and "ws-modal-secret-2" not in caught.value.message
+    assert "[redacted]" in caught.value.message
+
+
+async def test_typesafe_danger_zone_from_the_deployment_lifts_the_limit(fake_for):
+    case = BY_NAME["typesafe"]
+    fake = fake_for(case)
+    long_state = "word " * 60_000
+    for danger_zone in (["long-context"], {"long_context": True}, "long-context"):
+        fake.reset()
+        decided = await h.decide(case.deployment(fake, params={"danger_zone": danger_zone}),
+                                 h.s1_request(state=long_state))
+        assert fake.last.header("typesafe-danger-zone-long-context") == "true"
+        assert len(decided.result.answers) == 3
+    fake.reset()
+    dep = case.deployment(fake, params={"extra_headers": {"TypeSafe-Danger-Zone-Long-Context": "true"}})
+    await h.decide(dep, h.s1_request(state=long_state))
+    assert fake.last.header("typesafe-danger-zone-long-context") == "true"
+    other = Deployment("m", "perplexity", "pplx-decider-v1-27b", api_key="k", api_base="http://p",
+                       params={"danger_zone": ["long-context"]})
+    assert not any(k.lower().startswith("typesafe-danger-zone")
+                   for k in get_provider("perplexity").build_request(h.s1_request(), other).headers)

@@ -88,3 +88,42 @@ async def test_upstream_errors_raise(typesafe):
         await adecisions(model="typesafe/jev-latest", state="s", questions=h.S1_QUESTIONS, api_key="ts-sdk",
                          api_base=typesafe.url)
     assert caught.value.status == 429 and caught.value.headers["Retry-After"] == "3"
+
+
+async def test_sync_call_inside_a_running_loop(typesafe):
+    """A notebook cell (a running loop) can still use the synchronous API."""
+    typesafe.reset()
+    response = decisions(model="typesafe/jev-latest", state=h.STATE, questions=h.S1_QUESTIONS, api_key="ts-sdk",
+                         api_base=typesafe.url)
+    assert set(response.answers) == {"refund", "team", "urgency"} and len(typesafe.requests) == 1
+
+
+def test_timeout_through_the_sdk(typesafe):
+    typesafe.reset()
+    questions = h.noul_questions(2)
+    typesafe.queue(200, json={"answers": {}}, delay=1.0)
+    with pytest.raises(UpstreamError) as caught:
+        decisions(model="typesafe/jev-latest", state=h.STATE, questions=questions, api_key="ts-sdk",
+                  api_base=typesafe.url, timeout=0.2)
+    assert caught.value.status == 504 and caught.value.provider == "typesafe"
+
+
+async def test_danger_zone_extra_headers_reach_typesafe_only():
+    from tests.fakes.perplexity import FakePerplexity
+
+    with FakePerplexity("pplx-sdk") as perplexity:
+        await adecisions(model="perplexity/pplx-decider-v1-27b", state=h.STATE, questions=h.S1_QUESTIONS,
+                         api_key="pplx-sdk", api_base=perplexity.url,
+                         extra_headers={"TypeSafe-Danger-Zone-Images": "true", "X-Trace": "t2"})
+        rec = perplexity.last
+    assert rec.header("x-trace") == "t2"
+    assert not any(name.startswith("typesafe-danger-zone") for name in rec.headers)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "5", True])
+async def test_bad_timeout_is_refused_before_any_call(typesafe, timeout):
+    typesafe.reset()
+    with pytest.raises(RequestInvalid) as caught:
+        await adecisions(model="typesafe/jev-latest", state="s", questions=h.S1_QUESTIONS, api_key="ts-sdk",
+                         api_base=typesafe.url, timeout=timeout)
+    assert "timeout" in caught.value.message and typesafe.requests == []

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.split import merge_results, split_request
+from providers.base import Deployment
+from tests.fakes.systemone import SystemOneFake
 from tests.providers import helpers as h
+from translators.errors import UpstreamError
 from translators.ir import Answer, DecisionResult, Usage
 
 
@@ -47,3 +53,42 @@ def test_merge_keeps_unknown_usage_unknown():
     assert merge_results(parts).usage.input_tokens is None and merge_results(parts).usage.cost is None
     with pytest.raises(ValueError):
         merge_results([])
+
+
+class _SlowFake(SystemOneFake):
+    """A System One upstream that takes a while per call and records how many calls overlapped."""
+
+    def __init__(self) -> None:
+        super().__init__("slow-key")
+        self.in_flight = self.peak = 0
+        self._count = threading.Lock()
+
+    def handle(self, rec):
+        with self._count:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(0.3)
+        with self._count:
+            self.in_flight -= 1
+        return super().handle(rec)
+
+
+async def test_chunks_run_concurrently_and_merge_in_order():
+    with _SlowFake() as fake:
+        dep = Deployment("g", "systemone", "m", api_key="slow-key", api_base=fake.url, model_info={"max_questions": 2})
+        questions = h.noul_questions(7)
+        started = time.monotonic()
+        decided = await h.decide(dep, h.s1_request(questions))
+        elapsed = time.monotonic() - started
+    assert len(fake.requests) == 4 and fake.peak == 4  # all four chunks were in flight at once
+    assert elapsed < 4 * 0.3
+    assert [a.question_id for a in decided.result.answers] == list(questions)
+
+
+async def test_a_failing_chunk_fails_the_request():
+    with SystemOneFake("k") as fake:
+        fake.fail_next(503, "overloaded", headers={"Retry-After": "2"})
+        dep = Deployment("g", "systemone", "m", api_key="k", api_base=fake.url, model_info={"max_questions": 1})
+        with pytest.raises(UpstreamError) as caught:
+            await h.decide(dep, h.s1_request(h.noul_questions(3)))
+    assert caught.value.status == 503 and caught.value.headers == {"Retry-After": "2"}
