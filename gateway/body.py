@@ -12,6 +12,8 @@ import email.parser
 import email.policy
 import io
 import json
+import math
+import re
 import zlib
 from dataclasses import dataclass, field
 
@@ -74,9 +76,9 @@ def parse_json_object(data: bytes, what: str) -> dict:
     if not data.strip():
         raise BodyError("json", f"{what[0].upper()}{what[1:]} is empty; send a JSON object.")
     try:
-        value = json.loads(data.decode("utf-8-sig"), parse_constant=_reject_constant)
+        value = json.loads(data.decode("utf-8-sig"), parse_constant=_reject_constant, parse_float=_finite_float)
     except _NonStandardNumber as exc:
-        raise BodyError("json", f"Invalid JSON in {what}: {exc.args[0]} is not a JSON number; "
+        raise BodyError("json", f"Invalid JSON in {what}: {exc.args[0]} is not a {exc.args[1]}; "
                                 "send finite numbers only.") from None
     except UnicodeDecodeError:
         raise BodyError("json", f"{what[0].upper()}{what[1:]} is not UTF-8 text; send a JSON object.") from None
@@ -84,6 +86,9 @@ def parse_json_object(data: bytes, what: str) -> dict:
         raise BodyError("json", f"Invalid JSON in {what}: {exc.msg} at line {exc.lineno} column {exc.colno}.") from None
     if not isinstance(value, dict):
         raise BodyError("shape", f"{what[0].upper()}{what[1:]} must be a JSON object, not {json_kind_name(value)}.")
+    if _SURROGATE_ESCAPE.search(data) and _has_lone_surrogate(value):
+        raise BodyError("json", f"Invalid JSON in {what}: a string holds an unpaired surrogate escape "
+                                "(\\ud800-\\udfff), which is not Unicode text; send valid UTF-8.")
     return value
 
 
@@ -92,7 +97,36 @@ class _NonStandardNumber(ValueError):
 
 
 def _reject_constant(name: str):
-    raise _NonStandardNumber(name)
+    raise _NonStandardNumber(name, "JSON number")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number such as ``1e999`` overflows to infinity, which no upstream can be sent."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonStandardNumber(text, "finite number (it overflows to infinity)")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # only escapes can carry surrogates into a str
+
+
+def _has_lone_surrogate(value) -> bool:
+    """Whether any string (key or value) holds a surrogate that did not pair up (cannot be UTF-8)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def split_multipart(data: bytes, content_type: str) -> tuple[bytes, dict[str, tuple[str, bytes]]]:

@@ -23,6 +23,7 @@ from providers.base import Deployment
 from translators.errors import DecisionError
 
 ENV_PREFIX = "os.environ/"
+SECRET_KEYS = frozenset({"api_key", "master_key"})
 
 # The embedded default: the bundled backend with the small model, no key needed.
 DEFAULT_CONFIG: dict = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}]}
@@ -176,6 +177,7 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
     }
     if typed["timeout"] is None:
         typed["timeout"] = _optional(router, "timeout", float, "router_settings") or 60.0
+    _check_ranges(typed, where)
     rest = {k: v for k, v in params.items() if k not in typed and k != "model"}
     dep = Deployment(
         model_name=model_name.strip(), provider=provider, model=upstream_model,
@@ -183,6 +185,16 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
         **{k: v for k, v in typed.items() if v is not None},
     )
     return _resolve_provider_defaults(dep, environ, where)
+
+
+def _check_ranges(typed: dict, where: str) -> None:
+    """A timeout must be positive (0 would fail every call with a 504); prices and limits not negative."""
+    if typed["timeout"] <= 0:
+        raise ConfigError(f"{where}.litellm_params.timeout: must be a positive number of seconds, "
+                          f"got {typed['timeout']:g}")
+    for key in ("input_cost_per_token", "output_cost_per_token", "rpm", "tpm"):
+        if typed[key] is not None and typed[key] < 0:
+            raise ConfigError(f"{where}.litellm_params.{key}: must not be negative, got {typed[key]!r}")
 
 
 def _split_model(model: str, where: str) -> tuple[str, str]:
@@ -241,7 +253,8 @@ def _optional(params: dict, key: str, kind: type, where: str):
             raise TypeError
         return converted
     except (TypeError, ValueError):
-        raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {value!r}") from None
+        shown = f"a value of type {type(value).__name__}" if key in SECRET_KEYS else repr(value)  # never echo a key
+        raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {shown}") from None
 
 
 def _mapping(value: Any, where: str) -> dict:

@@ -54,7 +54,7 @@ def models_body(config: GatewayConfig) -> dict:
         limits = provider_limits(first)
         info = first.model_info or {}
         data.append({
-            "id": name, "object": "model", "created": int(info.get("created", 0) or 0), "owned_by": first.provider,
+            "id": name, "object": "model", "created": _created(info.get("created")), "owned_by": first.provider,
             "deployments": [f"{dep.provider}/{dep.model}" for dep in group], "limits": limits,
         })
         models.append({
@@ -64,6 +64,11 @@ def models_body(config: GatewayConfig) -> dict:
             "limits": limits,
         })
     return {"object": "list", "data": data, "models": models}
+
+
+def _created(value) -> int:
+    """``model_info.created`` as Unix seconds; anything else (absent, a date string) is 0, never a 500."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def describe(group: list[Deployment]) -> str:

@@ -8,6 +8,7 @@ expects; nothing a client sends ends in a 500.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import logging
@@ -29,6 +30,9 @@ router = APIRouter()
 
 FORWARDED_HEADER_PREFIXES = ("typesafe-danger-zone-",)
 JSON_TYPE = "application/json"
+# Bodies this large, compressed or multipart are decoded and validated in a worker thread, so a big
+# request (a zstd body may expand to 64 MiB; 400 questions of 255 choices) never stalls the event loop.
+OFF_LOOP_BYTES = 64 * 1024
 
 
 @router.post("/v1/decisions", include_in_schema=True)
@@ -54,9 +58,11 @@ async def handle_decision(request: Request, wire: str) -> Response:
     decoded: DecodedBody | None = None
     model: str | None = None
     try:
-        decoded = decode_request_body(await request.body(), request, wire)
+        raw = await request.body()
+        heavy = is_heavy(raw, request)
+        decoded = await run_maybe_off_loop(heavy, decode_request_body, raw, request, wire)
         model = check_model(decoded.json, state, wire)
-        req = parse(module, wire, decoded, state)
+        req = await run_maybe_off_loop(heavy, parse, module, wire, decoded, state)
         req = replace(req, headers={**req.headers, **forwarded_headers(request)})
         result, dep = await state.decide(req, model)
         body = module.render_response(result, req)
@@ -78,6 +84,16 @@ async def handle_decision(request: Request, wire: str) -> Response:
         asset_parts=tuple(decoded.parts) if decoded else (), model=model, status=response.status_code,
     ))
     return response
+
+
+def is_heavy(raw: bytes, request: Request) -> bool:
+    """Work worth a thread: a large body, a compressed one (size unknown until decoded) or multipart."""
+    return (len(raw) >= OFF_LOOP_BYTES or bool(request.headers.get("content-encoding"))
+            or "multipart/" in (request.headers.get("content-type") or "").lower())
+
+
+async def run_maybe_off_loop(heavy: bool, func, *args):
+    return await asyncio.to_thread(func, *args) if heavy else func(*args)
 
 
 def decode_request_body(raw: bytes, request: Request, wire: str) -> DecodedBody:

@@ -2,7 +2,7 @@
 
 Every wire format converts to and from these types and never to another wire directly.
 Nothing here does I/O. The IR keeps enough of what the caller sent (``DecisionInput.messages``,
-``Question.extra``, ``DecisionRequest.extra``) that a request going back out on the caller's own
+``DecisionRequest.extra``) that a request going back out on the caller's own
 wire loses nothing, while the typed fields are what a translation to the other wire reads.
 
 Question kinds use the System One / SGLang vocabulary of the backend:
@@ -102,7 +102,7 @@ class Question:
     # noul criteria as sent: None when absent; a dict with "true"/"false" keys (values may be null).
     criteria: dict | None = None
     name: str | None = None  # the OpenAI ``name`` (None when unnamed)
-    extra: dict = field(default_factory=dict)  # unknown fields to pass through to System One upstreams
+    extra: dict = field(default_factory=dict)  # provider-specific fields to send System One upstreams (none from the wires: both refuse unknown question fields)
 
     @property
     def yes(self) -> JSON:

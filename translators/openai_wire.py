@@ -23,17 +23,23 @@ class CacheBreakpoint(Closed):
     mode: Literal["explicit"]
 
 
-class InputTextPart(Closed):
+class QuestionTextPart(Closed):
+    """An ``input_text`` part of question instructions (no cache breakpoint there)."""
+
     type: Literal["input_text"]
     text: StrictStr
+
+
+class InputTextPart(QuestionTextPart):
     prompt_cache_breakpoint: CacheBreakpoint | None = None
 
 
-class InputImagePart(Closed):
+class QuestionImagePart(Closed):
+    """An ``input_image`` part of question instructions (no cache breakpoint there)."""
+
     type: Literal["input_image"]
     image_url: StrictStr
     detail: Literal["low", "high", "auto", "original"] | None = None
-    prompt_cache_breakpoint: CacheBreakpoint | None = None
 
     @field_validator("image_url")
     @classmethod
@@ -49,13 +55,18 @@ class InputImagePart(Closed):
         raise ValueError("must be a data:image/...;base64, URL or an http(s) URL")
 
 
+class InputImagePart(QuestionImagePart):
+    prompt_cache_breakpoint: CacheBreakpoint | None = None
+
+
 class InputJsonPart(Closed):
     type: Literal["input_json"]
     data: by_kind("an object or a list of objects", object=JsonObject, list=list[JsonObject])
 
 
 UserPart = tagged("type", {"input_text": InputTextPart, "input_image": InputImagePart, "input_json": InputJsonPart})
-InstructionPart = UserPart
+InstructionPart = tagged("type", {"input_text": QuestionTextPart, "input_image": QuestionImagePart,
+                                  "input_json": InputJsonPart})
 
 
 class UserMessage(Closed):

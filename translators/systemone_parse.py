@@ -19,7 +19,6 @@ from translators.systemone_wire import SystemOneRequest
 from translators.wire_errors import Loc, describe
 
 KINDS = {"noul": "yes_no", "choice": "choice", "score": "score", "box": "box"}
-QUESTION_FIELDS = ("type", "instructions", "criteria")
 REQUEST_FIELDS = ("state", "model", "questions", "assets")
 Parts = dict[str, tuple[str, bytes]]
 
@@ -187,7 +186,6 @@ def _question(key: str, raw: dict) -> Question:
         options=tuple(Option(label, text) for label, text in criteria.items()) if kind == "choice" else (),
         levels=tuple(Level(level) for level in criteria) if kind == "score" else (),
         criteria=criteria if kind == "noul" else None,
-        extra={k: v for k, v in raw.items() if k not in QUESTION_FIELDS},
     )
 
 

@@ -72,15 +72,21 @@ def _question(req: DecisionRequest, question: Question) -> dict:
 
 
 def parse_response(body: Any, req: DecisionRequest) -> DecisionResult:
-    """A System One upstream answer -> IR. Answers match questions by key; a missing key is a 502."""
+    """A System One upstream answer -> IR. Answers match questions by key; a missing key is a 502
+    unless the top-level ``refusals`` list names it (then it is a refusal)."""
     if not isinstance(body, dict):
         raise bad("The upstream response is not a JSON object.")
     answers = body.get("answers")
     if not isinstance(answers, dict):
         raise bad("The upstream response has no answers object.")
+    refusals = body.get("refusals")  # this gateway's own System One output lists refusals apart
+    refused = {r for r in refusals if isinstance(r, str)} if isinstance(refusals, list) else set()
     out = []
     for question in req.questions:
         if question.id not in answers:
+            if question.id in refused:
+                out.append(Answer(question.id, "refusal"))
+                continue
             raise bad(f"The upstream returned no answer for {describe_question(question.id, question.name)}.")
         out.append(_answer(question, answers[question.id]))
     return DecisionResult(model=model_name(body, req.model), answers=tuple(out), usage=usage(body.get("usage")))

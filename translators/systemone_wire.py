@@ -1,7 +1,8 @@
 """TypeSafe System One wire schemas (typesafe-sdk 0.7.5 ``_schemas/models.py``, wire-formats.md 1.4-1.5, 2.1).
 
-Requests: unknown top-level fields and unknown question fields are kept (passed through to System One
-upstreams); noul ``criteria`` takes only ``"true"`` / ``"false"``. Responses: what the gateway renders,
+Requests: unknown top-level fields are kept (``DecisionRequest.extra``); unknown fields inside a question
+are refused (a typo such as ``instruction`` must not silently drop the instructions), and noul
+``criteria`` takes only ``"true"`` / ``"false"``. Responses: what the gateway renders,
 strict enough for the Nimble client (integers for tokens, non-null confidence, mandatory legend).
 """
 
@@ -24,25 +25,25 @@ class NoulCriteria(Closed):
     false: JSON = Field(default=None, alias="false")
 
 
-class NoulQuestion(Open):
+class NoulQuestion(Closed):
     type: Literal["noul"]
     instructions: JSON = None
     criteria: NoulCriteria | None = None
 
 
-class ChoiceQuestion(Open):
+class ChoiceQuestion(Closed):
     type: Literal["choice"]
     instructions: JSON = None
     criteria: dict[str, JSON]
 
 
-class ScoreQuestion(Open):
+class ScoreQuestion(Closed):
     type: Literal["score"]
     instructions: JSON = None
     criteria: list[JSON]
 
 
-class BoxQuestion(Open):
+class BoxQuestion(Closed):
     type: Literal["box"]
     instructions: JSON
 

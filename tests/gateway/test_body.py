@@ -51,6 +51,9 @@ def test_multipart_from_typesafe_sdk_keeps_binary_parts_exact():
     (b"", "application/json", None, "json", 400, "empty"),
     (b'{"state": NaN}', "application/json", None, "json", 400, "NaN is not a JSON number"),
     (b'{"state": [-Infinity]}', "application/json", None, "json", 400, "-Infinity is not a JSON number"),
+    (b'{"state": {"n": 1e999}}', "application/json", None, "json", 400, "1e999 is not a finite number"),
+    (b'{"state": "a \\ud800 b"}', "application/json", None, "json", 400, "unpaired surrogate"),
+    (b'{"questions": {"\\udfff": 1}}', "application/json", None, "json", 400, "unpaired surrogate"),
     (b"[1, 2]", "application/json", None, "shape", 400, "must be a JSON object, not a list"),
     (b'"text"', "application/json", None, "shape", 400, "not a string"),
     (b"--b\r\n\r\n--b--", "multipart/form-data", None, "multipart", 400, "boundary"),
@@ -61,6 +64,12 @@ def test_garbage_is_a_clear_error(raw, ctype, encoding, kind, status, words):
     with pytest.raises(BodyError) as err:
         decode_body(raw, ctype, encoding)
     assert (err.value.kind, err.value.status) == (kind, status) and words in err.value.message
+
+
+def test_escapes_that_are_valid_unicode_and_big_finite_numbers_pass():
+    raw = b'{"emoji": "\\ud83d\\ude00", "text": "\\\\ud800", "big": 1.7e308, "int": 123456789012345678901234567890}'
+    assert decode_body(raw, "application/json", None).json == {
+        "emoji": "\U0001f600", "text": "\\ud800", "big": 1.7e308, "int": 123456789012345678901234567890}
 
 
 def test_decompression_bombs_are_refused():

@@ -216,3 +216,32 @@ def test_nimble_client_accepts_the_answers(gateway, model):
         models = client.models()
     assert set(response.answers) == set(questions) and response.request_id.startswith("req_")
     assert {m["id"] for m in models.data} == {m["name"] for m in models.models} == {"jev", "luna"}
+
+
+# ---- refusals, both directions ----------------------------------------------------------------
+
+
+def test_a_refusal_reaches_the_typesafe_client_as_a_refusals_entry(gateway, fake_openai):
+    questions = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
+                 "secret": {"type": "choice", "instructions": "REFUSE this one", "criteria": {"a": None, "b": None}}}
+    with TypeSafeClient(api_key=CLIENT_KEY, base_url=gateway.url, compression=False) as client:
+        response = client.system_one(STATE, questions, model="luna")
+    upstream = {a["name"]: a for a in fake_openai.expected_answers(fake_openai.last)}
+    assert upstream["secret"] == {"type": "refusal", "name": "secret"}
+    body = raw_json(response)
+    assert set(response.answers) == {"billing"} and body["refusals"] == ["secret"]
+    assert response.answers["billing"].noul == pytest.approx(upstream["billing"]["probability"], abs=1e-12)
+    check_systemone_response({"state": STATE, "questions": {"billing": questions["billing"]}}, body)
+
+
+def test_a_system_one_refusal_reaches_the_openai_client_as_a_refusal_answer(gateway, fake_typesafe):
+    client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
+    decision = client.decisions.create(model="jev", input=STATE, questions=[
+        {"type": "predicate", "name": "dup", "instructions": "The customer reports a duplicate charge."},
+        {"type": "predicate", "instructions": "REFUSE to say"}])
+    upstream = fake_typesafe.expected_answers(fake_typesafe.last)
+    assert upstream["1"] == {"type": "refusal"}
+    dup, refused = decision.answers
+    assert (dup.type, dup.name) == ("predicate", "dup")
+    assert dup.probability == pytest.approx(upstream["0"]["noul"], abs=1e-12)
+    assert (refused.type, refused.name) == ("refusal", None)

@@ -124,7 +124,16 @@ def test_unknown_keys_fail_at_every_level(raw, where, key):
     ({"model_list": []}, "no models configured"),
     ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k",
                                                             "timeout": "soon"}}]}, r"timeout: expected float"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k", "timeout": 0}}]},
+     r"model_list\[0\] \(a\)\.litellm_params\.timeout: must be a positive number of seconds, got 0"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k"}}],
+      "router_settings": {"timeout": -5}}, r"litellm_params\.timeout: must be a positive number of seconds, got -5"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k",
+                                                            "input_cost_per_token": -1e-7}}]},
+     r"input_cost_per_token: must not be negative"),
     ([1, 2], "top level must be a mapping"),
+    ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": 31415926535}}]},
+     r"api_key: expected str, got a value of type int$"),
 ])
 def test_invalid_entries_are_named(raw, expected):
     with pytest.raises(ConfigError, match=expected):

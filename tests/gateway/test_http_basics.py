@@ -78,6 +78,10 @@ def test_every_response_has_a_request_id_and_system_one_also_the_typesafe_one(ht
     (b"", {}, "empty"),
     (b"\x28\xb5\x2f\xfd garbage", {"content-encoding": "zstd"}, "not valid zstd"),
     (b"not gzip at all", {"content-encoding": "gzip"}, "not valid gzip"),
+    (b'{"model": "jev", "input": "hi \\ud800", "questions": [{"type": "predicate", "instructions": "x"}]}', {},
+     "unpaired surrogate"),
+    (b'{"model": "jev", "input": [{"role": "user", "content": [{"type": "input_json", "data": {"n": 1e999}}]}], '
+     b'"questions": [{"type": "predicate", "instructions": "x"}]}', {}, "1e999 is not a finite number"),
 ])
 def test_bad_bodies_on_the_openai_wire(http, path, content, headers, words):
     resp = http.post(path, content=content, headers={"content-type": "application/json", **headers})
@@ -95,6 +99,10 @@ def test_bad_bodies_on_the_openai_wire(http, path, content, headers, words):
      {"content-type": "multipart/form-data; boundary=x"}, 400, "no part named 'request'"),
     (b"--x\r\n\r\nxx\r\n--x--\r\n", {"content-type": "multipart/form-data; boundary=x"}, 400,
      "Content-Disposition name"),
+    (b'{"model": "jev", "state": "hi", "questions": {"\\udc00": {"type": "noul", "instructions": "x"}}}', {}, 422,
+     "unpaired surrogate"),
+    (b'{"model": "jev", "state": {"n": -1e400}, "questions": {"q": {"type": "noul", "instructions": "x"}}}', {}, 422,
+     "-1e400 is not a finite number"),
 ])
 def test_bad_bodies_on_the_system_one_wire(http, path, content, headers, status, words):
     resp = http.post(path, content=content, headers={"content-type": "application/json", **headers})
@@ -159,3 +167,20 @@ def test_success_headers_carry_cost_and_model(http, fake_openai):
     expected = (usage["input_tokens"] - cached) * 1e-7 + cached * 1e-8
     assert float(resp.headers["x-decisions-response-cost"]) == pytest.approx(expected, rel=1e-9)
     assert fake_openai.last.header("authorization") == "Bearer sk-test-openai"
+
+
+def test_models_body_reads_loose_model_info_without_failing():
+    import datetime
+
+    from gateway.config import build_config
+    from gateway.info_routes import models_body
+
+    config = build_config({"model_list": [
+        {"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k"},
+         "model_info": {"created": "last spring", "release_date": datetime.date(2026, 9, 15)}},
+        {"model_name": "b", "litellm_params": {"model": "typesafe/j", "api_key": "k"},
+         "model_info": {"created": 1760000000}},
+    ]}, {})
+    body = models_body(config)
+    assert [m["created"] for m in body["data"]] == [0, 1760000000]
+    assert [m["release_date"] for m in body["models"]] == ["2026-09-15", "1970-01-01"]

@@ -133,3 +133,16 @@ def test_body_must_be_an_object():
     with pytest.raises(RequestInvalid) as caught:
         openai.parse_request(["not", "an", "object"], None)
     assert caught.value.status == 400 and caught.value.message == "The request body must be a JSON object."
+
+
+def test_cache_breakpoints_are_accepted_in_input_parts_and_go_back_unchanged():
+    body = openai_body(
+        input=[{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "Ticket", "prompt_cache_breakpoint": {"mode": "explicit"}},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low",
+             "prompt_cache_breakpoint": {"mode": "explicit"}}]}],
+        prompt_cache_key="k", prompt_cache_options={"mode": "explicit", "ttl": "30m"})
+    req = openai.parse_request(body, None)
+    sent = openai.render_request(req, "gpt-6-luna")
+    assert sent["input"] == body["input"]
+    assert (sent["prompt_cache_key"], sent["prompt_cache_options"]) == ("k", {"mode": "explicit", "ttl": "30m"})

@@ -135,7 +135,6 @@ def test_url_images_cannot_go_inline_to_system_one():
 
 def test_system_one_origin_questions_go_back_exactly():
     original = systemone_body()
-    original["questions"]["tone"]["x_hint"] = [1, 2]
     original["questions"]["urgency"]["criteria"][0] = {"lvl": "wait", "n": None}
     ref = "<image:abc>"
     original["state"] = {"photo": ref}

@@ -44,8 +44,6 @@ def s1_question(draw) -> dict:
         question = {"type": "score", "criteria": draw(st.lists(content, min_size=1, max_size=6))}
     if kind in ("choice", "score") and draw(st.booleans()):
         question["instructions"] = draw(content)
-    if draw(st.integers(0, 5)) == 0:
-        question["x_extra"] = draw(json_value)
     return question
 
 

@@ -13,9 +13,8 @@ from translators.ir import Level, Option
 from translators.limits import RequestLimits
 
 
-def test_questions_state_and_extras_are_kept():
+def test_questions_state_and_top_level_extras_are_kept():
     body = systemone_body(state={"ticket": "hi", "n": [1, None]}, provider={"order": ["x"]}, images=[])
-    body["questions"]["tone"]["x_hint"] = {"keep": True}
     req = systemone.parse_request(body, None)
     assert req.wire == "systemone" and req.model == "jev-latest"
     assert req.input.state == {"ticket": "hi", "n": [1, None]} and req.input.messages is None
@@ -26,9 +25,24 @@ def test_questions_state_and_extras_are_kept():
     assert billing2.criteria == {"true": "yes desc"} and billing2.yes == "yes desc" and billing2.no is None
     tone = req.questions[2]
     assert tone.options == (Option("calm", None), Option("angry", "upset"))
-    assert tone.extra == {"x_hint": {"keep": True}}
+    assert tone.extra == {}
     assert req.questions[3].levels == (Level("Can wait"), Level("This week"), Level({"lvl": "Today"}))
     assert all(q.name is None for q in req.questions)
+
+
+@pytest.mark.parametrize("kind, question", [
+    ("noul", {"type": "noul", "instructions": "Billing?"}),
+    ("choice", {"type": "choice", "criteria": {"a": None, "b": None}}),
+    ("score", {"type": "score", "criteria": ["low", "high"]}),
+    ("box", {"type": "box", "instructions": "The dog"}),
+])
+def test_unknown_fields_inside_a_question_are_refused(kind, question):
+    body = systemone_body(questions={"q": {**question, "instruction": "a typo of instructions"}})
+    with pytest.raises(RequestInvalid) as caught:
+        systemone.parse_request(body, None)
+    err = caught.value
+    assert err.status == 422 and err.loc == ("body", "questions", "q", kind, "instruction")
+    assert err.message == "questions.q.instruction is not a recognised field; remove it."
 
 
 def test_single_option_choice_and_single_level_score_are_valid_system_one():
