@@ -111,10 +111,23 @@ def _parse(wire: str, body: dict, extra_headers: Mapping[str, str] | None):
         from translators import openai as translator
     else:
         from translators import systemone as translator
+    _require_json(body)
     req = translator.parse_request(body)
     if extra_headers:
         req = replace(req, headers={**req.headers, **{str(k): str(v) for k, v in extra_headers.items()}})
     return req
+
+
+def _require_json(body: dict) -> None:
+    """What the caller passed must be what a JSON body could carry: no NaN or infinity, no lone surrogates."""
+    import json
+
+    try:
+        json.dumps(body, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except ValueError as err:  # non-finite floats; UnicodeEncodeError is a ValueError too
+        raise RequestInvalid(f"The request must be valid JSON: {err}.", loc=("body",), code="invalid_json") from None
+    except TypeError as err:
+        raise RequestInvalid(f"The request must be valid JSON: {err}.", loc=("body",), code="invalid_json") from None
 
 
 def _render(wire: str, result, req) -> Any:

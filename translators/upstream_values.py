@@ -44,8 +44,11 @@ def optional_number(value: Any) -> float | None:
 
 
 def token_count(value: Any, what: str) -> int | None:
+    """A non-negative integer; an integral float such as ``3.0`` is read as 3 (we always emit ints)."""
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise bad(f"The upstream usage field {what} must be a non-negative integer, got {value!r}.")
     return value

@@ -127,3 +127,13 @@ async def test_bad_timeout_is_refused_before_any_call(typesafe, timeout):
         await adecisions(model="typesafe/jev-latest", state="s", questions=h.S1_QUESTIONS, api_key="ts-sdk",
                          api_base=typesafe.url, timeout=timeout)
     assert "timeout" in caught.value.message and typesafe.requests == []
+
+
+@pytest.mark.parametrize("state", [float("nan"), {"x": float("inf")}, "lone \ud800 surrogate"])
+async def test_values_no_json_body_could_carry_are_the_callers_400(typesafe, state):
+    typesafe.reset()
+    with pytest.raises(RequestInvalid) as caught:
+        await adecisions(model="typesafe/jev-latest", state=state, api_key="ts-sdk", api_base=typesafe.url,
+                         questions={"q": {"type": "noul", "instructions": "Yes?"}})
+    assert caught.value.status == 400 and "valid JSON" in caught.value.message
+    assert typesafe.requests == []

@@ -85,7 +85,7 @@ def test_openai_refusal_and_missing_model():
     (lambda b: b["answers"][1]["probabilities"][1].update(probability=float("inf")), "not a finite number"),
     (lambda b: b["answers"][2]["probabilities"].pop(0), "no probability for 0"),
     (lambda b: b["answers"][2]["probabilities"][0].update(value=7), "level 0..2"),
-    (lambda b: b["usage"].update(input_tokens=3.0), "input_tokens must be a non-negative integer"),
+    (lambda b: b["usage"].update(input_tokens=3.5), "input_tokens must be a non-negative integer"),
     (lambda b: b.update(answers={}), "no answers list"),
 ])
 def test_unusable_openai_answers_are_a_502(mutate, words):
@@ -163,3 +163,11 @@ def test_score_probabilities_as_a_list_are_read_by_index():
     body["answers"]["urgency"]["probabilities"] = [0.1, 0.1, 0.8]
     assert systemone.parse_response(body, S1_REQ).answers[3].probabilities == (0.1, 0.1, 0.8)
     assert math.isclose(sum(systemone.parse_response(body, S1_REQ).answers[3].probabilities), 1.0)
+
+
+def test_an_integral_float_token_count_is_read_as_an_integer():
+    from translators.upstream_values import usage
+
+    read = usage({"input_tokens": 3.0, "output_tokens": 0.0})
+    assert read.input_tokens == 3 and type(read.input_tokens) is int and type(read.output_tokens) is int
+
