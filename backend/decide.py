@@ -1,20 +1,25 @@
 """From questions to answers: plan the prompts, score every row in one engine call, read the answers.
 
-Probabilities are ``softmax((lp - max) / T)`` over a question's labels; ``label_mass`` is the
-untempered full-vocabulary mass of the labels (``fsum(exp(lp))``). A version-2 score question read
-with isolated levels takes each level's ``yes`` probability as its fit, normalised over the levels,
-and the smallest row mass as its label mass. Non-finite scores are a 500, never a made-up number.
+Rendering and tokenizing (up to ~1 s for 64 questions over a long input) run on one planning thread
+and forward passes on the engine's worker, so neither blocks the event loop. Probabilities are
+``softmax((lp - max) / T)`` over a question's labels; ``label_mass`` is the untempered
+full-vocabulary mass of the labels (``fsum(exp(lp))``). A version-2 score question read with
+isolated levels takes each level's ``yes`` probability as its fit, normalised over the levels, and
+the smallest row mass as its label mass. Non-finite scores are a 500, never a made-up number.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from backend.engine import ScoringEngine
 from backend.errors import BackendRefusal
-from backend.loading import LoadedModel
+from backend.loading import LoadedModel, ModelLoadError
 from backend.prompts import ChatPromptFormat, DeciderPromptFormat, QuestionPlan, QuestionSpec
 from translators.confidence import normalise
 
@@ -69,9 +74,14 @@ class Decider:
         self.loaded = loaded
         self.engine = engine
         if loaded.decider_config is not None:
-            self.format = DeciderPromptFormat(loaded.tokenizer, loaded.decider_config, loaded.context_length)
+            try:
+                self.format = DeciderPromptFormat(loaded.tokenizer, loaded.decider_config, loaded.context_length)
+            except BackendRefusal as err:  # a checkpoint this server cannot serve: a start-up error
+                raise ModelLoadError(f"{loaded.source or loaded.name}: {err.message}") from None
         else:
             self.format = ChatPromptFormat(loaded.tokenizer, loaded.context_length)
+        # One thread: tokenizers are not guaranteed safe to share between threads.
+        self._planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decisions-prompts")
 
     @property
     def version(self) -> int:
@@ -92,6 +102,14 @@ class Decider:
             except BackendRefusal as err:
                 raise err.for_question(question_name(spec, position)) from None
         return plans
+
+    async def prepare(self, input_text: str, specs: Sequence[QuestionSpec], **options) -> list[QuestionPlan]:
+        """``plan`` on the planning thread, off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._planner, functools.partial(self.plan, input_text, specs, **options))
+
+    def close(self) -> None:
+        self._planner.shutdown(wait=False)
 
     async def answer(self, plans: Sequence[QuestionPlan]) -> tuple[list[QuestionAnswer], DecisionUsage]:
         rows = [row for plan in plans for row in plan.rows]

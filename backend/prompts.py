@@ -55,6 +55,14 @@ class QuestionPlan:
     answer_order: tuple[int, ...] | None = None
 
 
+def refuse_thinking(requested: dict) -> None:
+    """Decisions are read with thinking off, whatever the format: turning it on is refused."""
+    for toggle in THINKING_TOGGLES:
+        if toggle in requested and requested[toggle] not in (False, None):
+            raise BackendRefusal(
+                f"chat_template_kwargs sets '{toggle}' to {requested[toggle]!r}, but decisions need it false or unset")
+
+
 def _described(description: str | None) -> bool:
     return description is not None and description.strip() != ""
 
@@ -89,8 +97,6 @@ class ChatPromptFormat:
     version = 1
 
     def __init__(self, tokenizer, context_length: int):
-        if not getattr(tokenizer, "chat_template", None):
-            raise BackendRefusal("/v1/decisions requires a chat template, and this tokenizer has none")
         self.tokenizer = tokenizer
         self.context_length = context_length
         self.labels = LabelChecker(tokenizer)
@@ -102,10 +108,7 @@ class ChatPromptFormat:
         requested = dict(requested or {})
         for name in sorted(RESERVED_TEMPLATE_ARGS & set(requested)):
             raise BackendRefusal(f"chat_template_kwargs may not set '{name}', which is not a template variable")
-        for toggle in THINKING_TOGGLES:
-            if toggle in requested and requested[toggle] not in (False, None):
-                raise BackendRefusal(
-                    f"chat_template_kwargs sets '{toggle}' to {requested[toggle]!r}, but decisions need it false or unset")
+        refuse_thinking(requested)
         return {**{t: False for t in THINKING_TOGGLES}, **{k: v for k, v in requested.items() if v is not None}}
 
     def labels_for(self, spec: QuestionSpec, allow_two_letters: bool) -> tuple[str, ...]:
@@ -119,6 +122,9 @@ class ChatPromptFormat:
 
     def plan(self, input_text: str, spec: QuestionSpec, *, kwargs: dict, temperature: float | None,
              allow_two_letters: bool = False) -> QuestionPlan:
+        if not getattr(self.tokenizer, "chat_template", None):  # /v1/score still serves such a model
+            raise BackendRefusal("decisions require a chat template, and this model's tokenizer has none; "
+                                 "/v1/score still scores token ids")
         labels = self.labels_for(spec, allow_two_letters)
         content = chat_message(input_text, spec, labels)
         try:
@@ -174,16 +180,20 @@ class DeciderPromptFormat:
         return float(by_type.get(self.type_names[kind], self.config.get("temperature", 1.0)))
 
     def template_kwargs(self, requested: dict | None) -> dict:
-        return dict(requested or {})  # no chat template in the plain layout
+        requested = dict(requested or {})
+        refuse_thinking(requested)  # as MAX: thinking may not be turned on, though the plain layout has no template
+        return requested
 
     def state_ids(self, input_text: str) -> list[int]:
-        if self._state_cache is None or self._state_cache[0] != input_text:
-            ids = self.labels.encode(f"Context:\n{input_text}")
-            if len(ids) > self.max_state_tokens:
-                raise BackendRefusal(f"the input has {len(ids)} tokens, more than this decider model's "
-                                     f"max_state_tokens of {self.max_state_tokens}")
-            self._state_cache = (input_text, ids)
-        return self._state_cache[1]
+        cached = self._state_cache  # one read: another request may replace it meanwhile
+        if cached is not None and cached[0] == input_text:
+            return cached[1]
+        ids = self.labels.encode(f"Context:\n{input_text}")
+        if len(ids) > self.max_state_tokens:
+            raise BackendRefusal(f"the input has {len(ids)} tokens, more than this decider model's "
+                                 f"max_state_tokens of {self.max_state_tokens}")
+        self._state_cache = (input_text, ids)
+        return ids
 
     def _row(self, state: list[int], question: str, options: list[str]) -> ScoreRow:
         if len(options) > len(DECIDER_LETTERS):

@@ -55,8 +55,8 @@ async def decisions(decider: Decider, body: Any) -> dict:
     if req.images:
         raise BackendRefusal(f"{ROUTE} images require a model served with multimodal input, and this model reads text only")
     specs = [spec_from_wire(q) for q in req.questions]
-    plans = decider.plan(compact_json(req.input), specs, temperature=req.temperature,
-                         chat_template_kwargs=req.chat_template_kwargs)
+    plans = await decider.prepare(compact_json(req.input), specs, temperature=req.temperature,
+                                  chat_template_kwargs=req.chat_template_kwargs)
     if req.return_prompt_token_ids:
         for plan in plans:
             if len(plan.rows) > 1:

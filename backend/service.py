@@ -48,6 +48,7 @@ class DecisionService:
 
     def close(self) -> None:
         self.engine.close()
+        self.decider.close()
 
 
 def parse_json(raw: bytes) -> Any:

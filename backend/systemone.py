@@ -87,8 +87,10 @@ def _check_question(qid: str, q: Any, problems: _Problems) -> None:
             problems.add((*at, "criteria"), f"a score takes 1 to {MAX_LEVELS} levels, not {len(criteria)}")
         else:
             for i, level in enumerate(criteria):
-                if is_blank(level) or not _content(level):
+                if is_blank(level):
                     problems.add((*at, "criteria", i), "levels must not be blank or null")
+                elif not _content(level):
+                    problems.add((*at, "criteria", i), "a level should be a string, an object or an array")
 
 
 def _validate(body: Any) -> None:
@@ -141,8 +143,9 @@ async def systemone(decider: Decider, body: Any) -> dict:
                              "and this model reads text only")
     questions: dict = body["questions"]
     specs = [spec_from_systemone(qid, q) for qid, q in questions.items()]
-    plans = decider.plan(compact_json(body["state"]) if body["state"] is not None else "", specs,
-                         chat_template_kwargs=body.get("chat_template_kwargs"), allow_two_letters=True)
+    state = compact_json(body["state"]) if body["state"] is not None else ""
+    plans = await decider.prepare(state, specs, chat_template_kwargs=body.get("chat_template_kwargs"),
+                                  allow_two_letters=True)
     answers, usage = await decider.answer(plans)
     rendered: dict[str, dict] = {}
     for answer in answers:

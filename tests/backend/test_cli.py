@@ -36,7 +36,9 @@ def free_port() -> int:
 
 def test_the_standalone_backend_serves_decisions():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "backend.cli", "--model", "default", "--port", str(port)],
+    # The installed command, `decisions-gateway backend ...`, as the README runs it.
+    command = [sys.executable, "-c", "import sys; from gateway.cli import main; sys.exit(main())"]
+    proc = subprocess.Popen([*command, "backend", "--model", "default", "--port", str(port)],
                             cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -12,6 +12,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
+from backend.loading import ModelLoadError
 from backend.server import create_app
 from backend.service import DecisionService
 from tests.backend.conftest import TICKET, choice_question, score_question, yes_no_question
@@ -89,6 +90,14 @@ async def test_decider_refusals(v2):
     assert resp.status_code == 400 and "cannot replay a question that is read as one row per level" in resp.json()["message"]
     resp = await v2.post("/v1/decisions", json={"input": TICKET, "questions": [yes_no_question()], "prompt_format_version": 1})
     assert resp.status_code == 400 and resp.json()["message"] == "prompt_format_version 1 is not served, this server uses version 2"
+    resp = await v2.post("/v1/decisions", json={"input": TICKET, "questions": [yes_no_question()],
+                                                 "chat_template_kwargs": {"enable_thinking": True}})
+    assert resp.status_code == 400 and "sets 'enable_thinking' to True" in resp.json()["message"]
     resp = await v2.post("/v1/systemone", json={"state": TICKET, "questions": {
         "wide": {"type": "choice", "criteria": {f"o{i}": None for i in range(12)}}}})
     assert resp.status_code == 400 and "at most 10 options" in resp.json()["message"]
+
+
+def test_a_chat_layout_decider_config_is_a_start_up_error_not_a_crash(service):
+    with pytest.raises(ModelLoadError, match="decider_config.json layout 'chat' is not supported, only 'plain'"):
+        DecisionService(replace(service.loaded, decider_config={"layout": "chat"}), scorer=service.scorer)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import gzip
 import json
 import math
+import time
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -13,6 +16,7 @@ import zstandard
 
 from backend.server import create_app
 from backend.service import DecisionService
+from backend.prompts import QuestionSpec
 from tests.backend.conftest import TICKET, choice_question, score_question, yes_no_question
 
 TOL = 1e-5
@@ -174,3 +178,48 @@ async def test_a_full_queue_answers_503_with_retry_after(service):
 async def test_score_refusals(client, body, message):
     resp = await client.post("/v1/score", json=body)
     assert resp.status_code == 400 and message in resp.json()["message"]
+
+
+async def test_prompts_are_rendered_and_tokenized_off_the_event_loop(decider):
+    """64 questions over a ~5,000-token input take most of a second to render, tokenize and label-check."""
+    specs = [QuestionSpec(f"q{i}", "yes_no", f"The customer mentions item {i}.") for i in range(64)]
+    text = TICKET * 250
+    gaps, done = [], False
+
+    async def ticker():
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0.02)  # the ticker is running
+    started = time.perf_counter()
+    plans = await decider.prepare(text, specs)
+    elapsed = time.perf_counter() - started
+    await asyncio.sleep(0.02)  # a stall shows as the gap that ends after it
+    done = True
+    await ticking
+    assert len(plans) == 64 and elapsed > 0.2  # long enough that blocking would show
+    assert max(gaps) < min(0.15, elapsed / 2), f"the event loop stalled {max(gaps):.3f} s of {elapsed:.3f} s"
+
+
+async def test_a_model_without_a_chat_template_refuses_decisions_but_still_scores(service, tokenizer):
+    bare = copy.copy(tokenizer)
+    bare.chat_template = None
+    svc = DecisionService(replace(service.loaded, tokenizer=bare), scorer=service.scorer)
+    transport = httpx.ASGITransport(app=create_app(svc))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://backend", timeout=120) as c:
+            resp = await c.post("/v1/decisions", json={"input": TICKET, "questions": [yes_no_question()]})
+            assert resp.status_code == 400
+            assert resp.json()["message"].startswith("question 'refund': decisions require a chat template")
+            resp = await c.post("/v1/systemone", json={"state": TICKET, "questions": {
+                "refund": {"type": "noul", "instructions": "A refund?"}}})
+            assert resp.status_code == 400 and "require a chat template" in resp.json()["message"]
+            resp = await c.post("/v1/score", json={"items": [tokenizer.encode("Yes or no?")], "label_token_ids": [49, 50]})
+            assert resp.status_code == 200 and len(resp.json()["scores"][0]) == 2
+    finally:
+        svc.close()

@@ -4,18 +4,22 @@ decisions offline with no key, on both of its wires, through the in-process back
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import httpx
 import pytest
 
+from gateway.config import load_config
 from tests.backend.conftest import TICKET
 
-CONFIG = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}]}
+EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"  # what the README's `make run` serves
 
 
 @pytest.fixture(scope="module")
 def gateway_url(gateway_factory, service):  # `service` first: the gateway reuses the session's model
-    return gateway_factory(CONFIG, {}).url
+    config = load_config(EXAMPLE, {})  # no environment: no key anywhere
+    assert [(d.model_name, d.provider, d.model) for d in config.deployments] == [("smollm2", "local", "smollm2")]
+    return gateway_factory(config, {}).url
 
 
 def test_openai_wire_through_local(gateway_url):
@@ -44,6 +48,7 @@ def test_systemone_wire_through_local(gateway_url):
     answers = resp.json()["answers"]
     assert 0 <= answers["refund"]["noul"] <= 1 and answers["team"]["choice"] in {"billing", "sales"}
     assert answers["raw"]["choice"] in {"a", "b"}
+    assert all(0 < a["x_label_mass"] <= 1 for a in answers.values())  # the backend's label_mass, carried through
 
 
 def test_a_backend_refusal_reaches_the_caller_with_its_reason(gateway_url):

@@ -23,6 +23,17 @@ def test_the_converted_cache_is_keyed_by_the_file_hash(service):
     assert service.loaded.source == str(folder)
     config = (folder / "config.json").read_text()
     assert "quantization_config" not in config
+    key = loading.file_key(gguf)  # backend-reference.md 1.1: sha256 b179c952…10db53 of the whole file
+    assert key.startswith("b179c952") and key.endswith("10db53")
+
+
+def test_files_that_differ_only_past_their_header_get_different_cache_keys(tmp_path):
+    """Two fine-tunes of one base share the GGUF header and the size; their weights differ."""
+    first, second = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    body = bytes(range(256)) * 16384  # 4 MiB
+    first.write_bytes(body + b"\x00")
+    second.write_bytes(body + b"\x01")
+    assert loading.file_key(first) != loading.file_key(second)
 
 
 def test_cpu_defaults_to_fp32_and_cuda_to_bf16(service):
@@ -40,6 +51,18 @@ def test_an_unknown_model_reference_is_a_clear_error(tmp_path):
     with pytest.raises(loading.ModelLoadError, match="neither a folder, a .gguf file nor one of"):
         loading.resolve_source(str(tmp_path / "missing"))
     assert loading.resolve_source("smollm2")[0] == "SmolLM2-135M-Instruct"
+    weights = tmp_path / "model.safetensors"  # a file, but not a GGUF
+    weights.write_bytes(b"\x00" * 64)
+    with pytest.raises(loading.ModelLoadError, match="neither a folder, a .gguf file"):
+        loading.resolve_source(str(weights))
+
+
+def test_a_corrupt_gguf_is_a_load_error_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setenv("DECISIONS_GATEWAY_CACHE", str(tmp_path / "cache"))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 60)
+    with pytest.raises(loading.ModelLoadError, match="could not be loaded as a causal LM"):
+        loading.load_model(str(broken), device="cpu")
 
 
 def test_a_hugging_face_folder_loads_and_scores_like_the_default(service):

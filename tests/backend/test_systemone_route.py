@@ -80,6 +80,7 @@ SCHEMA_ERRORS = [
     ({"questions": {"q": {"type": "choice", "criteria": {"a": None, " A": None}}}}, ["body", "questions", "q", "choice", "criteria"]),
     ({"questions": {"q": {"type": "score", "criteria": ["a", None]}}}, ["body", "questions", "q", "score", "criteria", 1]),
     ({"questions": {"q": {"type": "score", "criteria": [str(i) for i in range(11)]}}}, ["body", "questions", "q", "score", "criteria"]),
+    ({"questions": {"q": {"type": "score", "criteria": ["a", 5]}}}, ["body", "questions", "q", "score", "criteria", 1]),
     ({"questions": {"q": {"type": "noul", "instructions": "x"}}, "temperature": 0.5}, ["body", "temperature"]),
     ({"questions": {"q": {"type": "noul", "instructions": "x"}}, "prompt_format_version": 1}, ["body", "prompt_format_version"]),
     ({"questions": {"q": {"type": "noul", "instructions": "x"}}, "return_prompt_token_ids": False}, ["body", "return_prompt_token_ids"]),
@@ -93,6 +94,8 @@ async def test_schema_errors_are_422_with_the_location(client, fields, loc):
     detail = resp.json()["detail"]
     assert loc in [d["loc"] for d in detail]
     assert all("input" not in d for d in detail)
+    if fields["questions"].get("q", {}).get("criteria") == ["a", 5]:
+        assert detail[0]["msg"] == "a level should be a string, an object or an array"
     if loc[-1] in ("temperature", "prompt_format_version", "return_prompt_token_ids"):
         assert detail[0]["msg"] == f"{loc[-1]} is not part of this API, use /v1/decisions for it"
 
