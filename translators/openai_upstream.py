@@ -9,7 +9,7 @@ from translators.content import SEGMENT_SEPARATOR, json_text, mentions, split_on
 from translators.errors import Unsupported
 from translators.images import data_url
 from translators.ir import Answer, DecisionRequest, DecisionResult, Image, Question
-from translators.upstream_values import (bad, describe_question, model_name, optional_number, probability,
+from translators.upstream_values import (bad, model_name, open_answer, optional_number, probability,
                                          usage, yes_probability)
 
 OPENAI_TYPES = {"yes_no": "predicate", "choice": "choice", "score": "score", "box": "box"}
@@ -142,16 +142,9 @@ def parse_response(body: Any, req: DecisionRequest) -> DecisionResult:
 
 
 def _answer(question: Question, raw: Any) -> Answer:
-    what = describe_question(question.id, question.name)
-    if not isinstance(raw, dict):
-        raise bad(f"The upstream answer for {what} is not an object.")
-    kind = raw.get("type")
-    extra = {k: v for k, v in raw.items() if k not in ANSWER_FIELDS}
-    if kind == "refusal":
+    what, extra, refused = open_answer(question, raw, OPENAI_TYPES[question.kind], ANSWER_FIELDS)
+    if refused:
         return Answer(question.id, "refusal", extra=extra)
-    expected = OPENAI_TYPES[question.kind]
-    if kind != expected:
-        raise bad(f"The upstream answered {what} with type {kind!r}, expected {expected!r}.")
     confidence = optional_number(raw.get("confidence"))
     if question.kind == "yes_no":
         return Answer(question.id, "yes_no", yes_probability(raw.get("probability"), what), extra=extra)

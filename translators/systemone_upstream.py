@@ -9,7 +9,7 @@ from translators.errors import Unsupported
 from translators.images import base64_text
 from translators.ir import Answer, DecisionRequest, DecisionResult, Level, Question
 from translators.openai_upstream import read_box
-from translators.upstream_values import (bad, describe_question, model_name, optional_number, probability,
+from translators.upstream_values import (bad, describe_question, model_name, open_answer, optional_number, probability,
                                          usage, yes_probability)
 
 S1_TYPES = {"yes_no": "noul", "choice": "choice", "score": "score", "box": "box"}
@@ -93,16 +93,9 @@ def parse_response(body: Any, req: DecisionRequest) -> DecisionResult:
 
 
 def _answer(question: Question, raw: Any) -> Answer:
-    what = describe_question(question.id, question.name)
-    if not isinstance(raw, dict):
-        raise bad(f"The upstream answer for {what} is not an object.")
-    kind = raw.get("type")
-    extra = {k: v for k, v in raw.items() if k not in ANSWER_FIELDS}
-    if kind == "refusal":
+    what, extra, refused = open_answer(question, raw, S1_TYPES[question.kind], ANSWER_FIELDS)
+    if refused:
         return Answer(question.id, "refusal", extra=extra)
-    expected = S1_TYPES[question.kind]
-    if kind != expected:
-        raise bad(f"The upstream answered {what} with type {kind!r}, expected {expected!r}.")
     confidence = optional_number(raw.get("confidence"))
     label_mass = optional_number(raw.get("x_label_mass", raw.get("label_mass")))
     if question.kind == "yes_no":

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from translators.errors import UpstreamError
-from translators.ir import Usage
+from translators.ir import Question, Usage
 
 
 def bad(message: str) -> UpstreamError:
@@ -84,3 +84,19 @@ def model_name(body: dict, requested: str) -> str:
 
 def describe_question(qid: str, name: str | None = None) -> str:
     return f"question '{name}'" if name else f"question '{qid}'"
+
+
+def open_answer(question: Question, raw: Any, expected_type: str, known_fields: set[str]) -> tuple[str, dict, bool]:
+    """Check one upstream answer's envelope: (how messages name the question, unknown fields, refused?).
+
+    An answer that is not an object, or whose type is neither the question's nor ``refusal``, is a 502.
+    """
+    what = describe_question(question.id, question.name)
+    if not isinstance(raw, dict):
+        raise bad(f"The upstream answer for {what} is not an object.")
+    kind = raw.get("type")
+    extra = {k: v for k, v in raw.items() if k not in known_fields}
+    if kind != "refusal" and kind != expected_type:
+        raise bad(f"The upstream answered {what} with type {kind!r}, expected {expected_type!r}.")
+    return what, extra, kind == "refusal"
+
