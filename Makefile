@@ -28,6 +28,7 @@ test: install
 
 bench: install
 	$(BIN)/python bench/upstream_client.py
+	$(BIN)/python bench/gateway.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

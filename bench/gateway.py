@@ -1,0 +1,526 @@
+"""Gateway overhead benchmark: what the gateway adds on top of a zero-delay upstream.
+
+    python bench/gateway.py [--requests 500] [--concurrent-requests 3000] [--concurrency 32]
+                            [--timeout 300] [--no-write]
+
+Three processes on 127.0.0.1: a zero-delay upstream (a small aiohttp app answering TypeSafe's
+``POST /v1/systemone`` and OpenAI's ``POST /v1/decisions`` with valid answers precomputed per question),
+the gateway as a real process (``decisions-gateway --config <tmp config> --port <free>``, one worker,
+``jev`` = ``typesafe/jev-latest`` and ``luna`` = ``openai/gpt-6-luna`` on that upstream), and this
+process as the load client (aiohttp, keep-alive). The body is small and realistic: three questions
+(a ``noul``, a 3-option choice, a 3-level score).
+
+Measured: the upstream alone at concurrency 1 (both routes); through the gateway at concurrency 1,
+``/v1/systemone`` -> typesafe (same wire), ``/v1/decisions`` -> typesafe and ``/v1/systemone`` -> openai
+(translated), with the added latency (gateway minus the direct call to the same upstream route);
+throughput at ``--concurrency`` for ``/v1/systemone`` -> typesafe (and the upstream alone, for scale);
+the gateway's RSS after the run (``/proc/<pid>/status``). Every case is bounded by its request count
+and by one overall ``--timeout``; all processes are stopped at the end. Prints a table and rewrites
+the "Gateway overhead" section of docs/benchmarks.md (other sections are left as they are).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+SECTION = "## Gateway overhead"
+HOST = "127.0.0.1"
+UPSTREAM_KEY = "bench-upstream-key"
+
+# LiteLLM on the same kind of 2-vCPU machine (shared/spec/litellm-reference.md, section 12).
+LITELLM = {"added_p50_ms": 14.5, "rps_32": 83.8, "rss_mb": 413}
+
+# ---- the request bodies -----------------------------------------------------------------------
+
+STATE = "I was charged twice for order #4411 and want one of the charges refunded today."
+S1_QUESTIONS = {
+    "refund": {"type": "noul", "instructions": "Is the customer asking for a refund?"},
+    "tone": {"type": "choice", "instructions": "Tone?", "criteria": {"calm": None, "angry": "upset", "neutral": None}},
+    "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["can wait", "this week", "today"]},
+}
+OPENAI_QUESTIONS = [
+    {"type": "predicate", "name": "refund", "instructions": "Is the customer asking for a refund?"},
+    {"type": "choice", "name": "tone", "instructions": "Tone?",
+     "choices": [{"value": "calm"}, {"value": "angry", "description": "upset"}, {"value": "neutral"}]},
+    {"type": "score", "name": "urgency", "instructions": "How urgent?",
+     "levels": [{"label": "can wait"}, {"label": "this week"}, {"label": "today"}]},
+]
+
+
+def systemone_body(model: str) -> bytes:
+    return json.dumps({"model": model, "state": STATE, "questions": S1_QUESTIONS}).encode()
+
+
+def openai_body(model: str) -> bytes:
+    return json.dumps({"model": model, "input": STATE, "questions": OPENAI_QUESTIONS}).encode()
+
+
+# ---- the zero-delay upstream (its own process) ------------------------------------------------
+
+# One valid answer per question, precomputed: probabilities sum to 1, confidences follow the Jev
+# formulas (choice: (n*max-1)/(n-1) = 0.7; score: 1 - mean distance to the mode / uniform's = 0.625).
+S1_ANSWERS = {
+    "refund": {"type": "noul", "noul": 0.91},
+    "tone": {"type": "choice", "choice": "angry", "confidence": 0.7,
+             "probabilities": {"calm": 0.1, "angry": 0.8, "neutral": 0.1}},
+    "urgency": {"type": "score", "score": 1.75, "confidence": 0.625,
+                "legend": {"0": "can wait", "1": "this week", "2": "today"},
+                "probabilities": {"0": 0.05, "1": 0.15, "2": 0.8}},
+}
+OPENAI_ANSWERS = {
+    "refund": {"type": "predicate", "name": "refund", "probability": 0.91},
+    "tone": {"type": "choice", "name": "tone", "choice": "angry", "confidence": 0.7,
+             "probabilities": [{"value": "calm", "probability": 0.1}, {"value": "angry", "probability": 0.8},
+                               {"value": "neutral", "probability": 0.1}]},
+    "urgency": {"type": "score", "name": "urgency", "score": 1.75, "confidence": 0.625,
+                "probabilities": [{"value": 0, "label": "can wait", "probability": 0.05},
+                                  {"value": 1, "label": "this week", "probability": 0.15},
+                                  {"value": 2, "label": "today", "probability": 0.8}]},
+}
+
+
+def serve_upstream(port: int) -> None:
+    """TypeSafe ``/v1/systemone`` and OpenAI ``/v1/decisions``: parse the body, answer each question asked."""
+    from aiohttp import web
+
+    def reply(status: int, payload: dict, request_id: str) -> web.Response:
+        return web.Response(status=status, body=json.dumps(payload).encode(), content_type="application/json",
+                            headers={request_id: "req-bench"})
+
+    async def systemone(request: web.Request) -> web.Response:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+            answers = {qid: S1_ANSWERS[qid] for qid in body["questions"]}
+        except (ValueError, KeyError, TypeError) as exc:
+            return reply(422, {"detail": [{"loc": ["body"], "msg": f"unexpected body ({exc!r})",
+                                           "type": "value_error"}]}, "x-typesafe-request-id")
+        return reply(200, {"model": "jev-1.13-20260917", "answers": answers,
+                           "usage": {"input_tokens": len(raw) // 4, "output_tokens": 0}}, "x-typesafe-request-id")
+
+    async def decisions(request: web.Request) -> web.Response:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+            answers = [OPENAI_ANSWERS[q["name"]] for q in body["questions"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            return reply(400, {"error": {"message": f"unexpected body ({exc!r})", "type": "invalid_request_error",
+                                         "param": None, "code": None}}, "x-request-id")
+        tokens = len(raw) // 4
+        return reply(200, {"model": body.get("model"), "answers": answers,
+                           "usage": {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
+                                     "output_tokens": 0, "total_tokens": tokens}}, "x-request-id")
+
+    app = web.Application()
+    app.router.add_post("/v1/systemone", systemone)
+    app.router.add_post("/v1/decisions", decisions)
+    web.run_app(app, host=HOST, port=port, print=None, access_log=None)
+
+
+# ---- processes --------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen, deadline: float, log_path: Path | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if the process exits."""
+    import urllib.error
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before it served:\n{_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer in time:\n{_tail(log_path)}")
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the upstream exited with {proc.returncode}")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the upstream did not start in time")
+
+
+def _tail(path: Path | None, chars: int = 3000) -> str:
+    if path is None or not path.exists():
+        return ""
+    return path.read_text(errors="replace")[-chars:]
+
+
+def gateway_command() -> list[str]:
+    script = Path(sys.executable).with_name("decisions-gateway")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("decisions-gateway")
+    return [found] if found else [sys.executable, "-m", "gateway.cli"]
+
+
+def gateway_config(upstream_port: int) -> dict:
+    base = f"http://{HOST}:{upstream_port}"
+    return {"model_list": [
+        {"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": UPSTREAM_KEY,
+                                                  "api_base": base, "timeout": 10}},
+        {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna", "api_key": UPSTREAM_KEY,
+                                                   "api_base": base, "timeout": 10}},
+    ]}
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MiB, from /proc/<pid>/status."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            values[name] = int(rest.split()[0]) / 1024.0  # kB
+    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
+
+
+# ---- the load client --------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    name: str
+    target: str  # "upstream" or "gateway"
+    path: str
+    body: bytes
+    concurrency: int
+    total: int
+    direct: str | None = None  # the upstream case this one is compared with
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    first_error: str = ""
+    elapsed_s: float = 0.0
+    cut_short: bool = False
+
+    def pct(self, q: float) -> float:
+        return percentile(self.latencies, q)
+
+    @property
+    def rps(self) -> float:
+        done = len(self.latencies) + self.errors
+        return done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of unsorted values; NaN when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n*q/100), at least 1
+    return ordered[int(rank) - 1]
+
+
+def expected_keys(case: Case) -> set[str]:
+    return set(S1_QUESTIONS)
+
+
+def check_answer(case: Case, payload: bytes) -> str | None:
+    """None when the response holds an answer for each of the three questions, else why not."""
+    try:
+        body = json.loads(payload)
+        answers = body["answers"]
+        names = set(answers) if isinstance(answers, dict) else {a.get("name") for a in answers}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"unusable body ({exc!r}): {payload[:200]!r}"
+    return None if names == expected_keys(case) else f"answers for {sorted(map(str, names))}"
+
+
+async def drive(session, base: str, case: Case, total: int, deadline: float, record: bool) -> None:
+    """``total`` POSTs with ``case.concurrency`` in flight, stopping at ``deadline``."""
+    import aiohttp
+
+    url = base + case.path
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench-client"}
+    remaining = total
+    checked = False
+
+    async def one() -> None:
+        nonlocal checked
+        started = time.perf_counter()
+        try:
+            async with session.post(url, data=case.body, headers=headers) as response:
+                payload = await response.read()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            error = None if status == 200 else f"HTTP {status}: {payload[:300]!r}"
+            if error is None and not checked:
+                checked = True
+                error = check_answer(case, payload)
+        latency = (time.perf_counter() - started) * 1000.0
+        if not record:
+            if error:
+                raise RuntimeError(f"{case.name}: warm-up request failed: {error}")
+            return
+        if error is None:
+            case.latencies.append(latency)
+        else:
+            case.errors += 1
+            case.first_error = case.first_error or error
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            if time.monotonic() >= deadline:
+                case.cut_short = True
+                return
+            remaining -= 1
+            await one()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(case.concurrency)))
+    if record:
+        case.elapsed_s = time.perf_counter() - started
+
+
+async def run_case(base: str, case: Case, deadline: float, warmup: int) -> None:
+    import aiohttp
+
+    timeout = aiohttp.ClientTimeout(total=10)
+    connector = aiohttp.TCPConnector(limit=case.concurrency)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        await drive(session, base, case, max(warmup, case.concurrency), deadline, record=False)
+        await drive(session, base, case, case.total, deadline, record=True)
+
+
+def make_cases(sequential: int, concurrent: int, concurrency: int) -> list[Case]:
+    s1_jev, s1_luna, oa_jev = systemone_body("jev"), systemone_body("luna"), openai_body("jev")
+    s1_direct, oa_direct = systemone_body("jev-latest"), openai_body("gpt-6-luna")
+    return [
+        Case("upstream alone: POST /v1/systemone", "upstream", "/v1/systemone", s1_direct, 1, sequential),
+        Case("upstream alone: POST /v1/decisions", "upstream", "/v1/decisions", oa_direct, 1, sequential),
+        Case("gateway /v1/systemone -> typesafe (same wire)", "gateway", "/v1/systemone", s1_jev, 1, sequential,
+             direct="upstream alone: POST /v1/systemone"),
+        Case("gateway /v1/decisions -> typesafe (translated)", "gateway", "/v1/decisions", oa_jev, 1, sequential,
+             direct="upstream alone: POST /v1/systemone"),
+        Case("gateway /v1/systemone -> openai (translated)", "gateway", "/v1/systemone", s1_luna, 1, sequential,
+             direct="upstream alone: POST /v1/decisions"),
+        Case("upstream alone: POST /v1/systemone", "upstream", "/v1/systemone", s1_direct, concurrency, concurrent),
+        Case("gateway /v1/systemone -> typesafe (same wire)", "gateway", "/v1/systemone", s1_jev, concurrency,
+             concurrent, direct="upstream alone: POST /v1/systemone"),
+    ]
+
+
+@dataclass
+class Results:
+    cases: list[Case]
+    env: dict
+
+
+def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, timeout: float = 300.0,
+        warmup: int = 50) -> Results:
+    """Start the upstream and the gateway, run every case, read the gateway's RSS, stop both."""
+    hard_deadline = time.monotonic() + timeout
+    env = {
+        "cpus": os.cpu_count(), "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "machine": platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_start": os.getloadavg(), "sequential": sequential, "concurrent": concurrent,
+        "concurrency": concurrency, "warmup": warmup, "timeout": timeout,
+    }
+    cases = make_cases(sequential, concurrent, concurrency)
+    upstream = gateway = None
+    with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
+        log_path = Path(tmp) / "gateway.log"
+        try:
+            upstream_port = free_port()
+            upstream = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-upstream",
+                                         str(upstream_port)], stdin=subprocess.DEVNULL)
+            wait_for_port(upstream_port, upstream, min(hard_deadline, time.monotonic() + 30))
+
+            config = Path(tmp) / "gateway.yaml"
+            config.write_text(json.dumps(gateway_config(upstream_port), indent=2))  # JSON is YAML
+            gateway_port = free_port()
+            gateway_base = f"http://{HOST}:{gateway_port}"
+            started = time.monotonic()
+            with open(log_path, "wb") as log:
+                gateway = subprocess.Popen(
+                    gateway_command() + ["--config", str(config), "--host", HOST, "--port", str(gateway_port),
+                                         "--workers", "1", "--log-level", "warning"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            wait_for_http(f"{gateway_base}/health/readiness", gateway,
+                          min(hard_deadline, time.monotonic() + 60), log_path)
+            env["gateway_ready_s"] = time.monotonic() - started
+            env["rss_ready_mib"] = rss_mib(gateway.pid)[0]
+
+            bases = {"upstream": f"http://{HOST}:{upstream_port}", "gateway": gateway_base}
+            for case in cases:
+                asyncio.run(run_case(bases[case.target], case, hard_deadline, warmup))
+            env["rss_after_mib"], env["rss_peak_mib"] = rss_mib(gateway.pid)
+            env["gateway_alive"] = gateway.poll() is None
+            env["gateway_log"] = _tail(log_path, 2000)
+        finally:
+            stop(gateway)
+            stop(upstream)
+    return Results(cases, env)
+
+
+# ---- the report -------------------------------------------------------------------------------
+
+
+def _ms(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.2f}"
+
+
+def _added(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:+.2f}"
+
+
+def added(case: Case, by_name: dict[tuple[str, int], Case], q: float) -> float:
+    if case.direct is None:
+        return float("nan")
+    direct = by_name.get((case.direct, case.concurrency))
+    return case.pct(q) - direct.pct(q) if direct else float("nan")
+
+
+def table_rows(results: Results) -> list[str]:
+    by_name = {(c.name, c.concurrency): c for c in results.cases}
+    rows = [
+        "| case | concurrency | requests | errors | req/s | p50 ms | p95 ms | p99 ms | added p50 ms | added p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in results.cases:
+        done = len(c.latencies) + c.errors
+        short = " (cut short by the timeout)" if c.cut_short else ""
+        rows.append(f"| {c.name}{short} | {c.concurrency} | {done:,} | {c.errors} | {c.rps:,.0f} | {_ms(c.pct(50))} "
+                    f"| {_ms(c.pct(95))} | {_ms(c.pct(99))} | {_added(added(c, by_name, 50))} "
+                    f"| {_added(added(c, by_name, 99))} |")
+    return rows
+
+
+def headline(results: Results) -> dict:
+    by_name = {(c.name, c.concurrency): c for c in results.cases}
+    seq = [c for c in results.cases if c.target == "gateway" and c.concurrency == 1]
+    conc = [c for c in results.cases if c.target == "gateway" and c.concurrency > 1]
+    return {
+        "added_p50_ms": max(added(c, by_name, 50) for c in seq) if seq else float("nan"),
+        "rps": conc[0].rps if conc else float("nan"),
+        "rss_mib": results.env.get("rss_after_mib", float("nan")),
+    }
+
+
+def section(results: Results) -> str:
+    env = results.env
+    load1, load5, _ = env["load_start"]
+    head = headline(results)
+    errors = sum(c.errors for c in results.cases)
+    nan = float("nan")
+    method = (
+        f"`python bench/gateway.py` ({env['sequential']} requests per case at concurrency 1, "
+        f"{env['concurrent']:,} at concurrency {env['concurrency']}, each after {env['warmup']} warm-up requests; "
+        f"{env['python']}, {env['cpus']} CPUs ({env['machine']}), {env['date']}; load average "
+        f"{load1:.2f} (1 min) / {load5:.2f} (5 min) at the start). Three processes on 127.0.0.1: a zero-delay "
+        "aiohttp upstream answering TypeSafe's `/v1/systemone` and OpenAI's `/v1/decisions` with valid "
+        "answers precomputed per question, the gateway started as `decisions-gateway --config <tmp> --port <free>` "
+        "(one worker; `jev` = `typesafe/jev-latest`, `luna` = `openai/gpt-6-luna`, both on that upstream), "
+        "and the aiohttp load client (keep-alive). Body: three questions (a noul, a 3-option choice, a 3-level "
+        "score). *Added* is the gateway's percentile minus the direct call's to the same upstream route at the "
+        f"same concurrency. Client, upstream and gateway share the {env['cpus']} cores, so every figure includes "
+        "the other two processes' CPU time; absolute numbers move with the machine's load from run to run."
+    )
+    process = (
+        f"Gateway process: start to `/health/readiness` 200 in {env.get('gateway_ready_s', nan):.2f} s; "
+        f"RSS {env.get('rss_ready_mib', nan):.0f} MiB when ready, "
+        f"**{env.get('rss_after_mib', nan):.0f} MiB after the run** "
+        f"(peak {env.get('rss_peak_mib', nan):.0f} MiB; `VmRSS` / `VmHWM` of `/proc/<pid>/status`). "
+        f"Errors over all cases: {errors}."
+    )
+    added_row = (f"| added p50 per call, concurrency 1 (worst of the three routes) | {_added(head['added_p50_ms'])} ms "
+                 f"| +{LITELLM['added_p50_ms']} ms |")
+    rps_row = (f"| requests/s at concurrency {env['concurrency']}, `/v1/systemone` -> typesafe | {head['rps']:,.1f} "
+               f"| {LITELLM['rps_32']} |")
+    lines = [
+        SECTION, "", method, "", *table_rows(results), "", process, "",
+        "| against LiteLLM (litellm-reference.md section 12, same kind of 2-vCPU machine) | this gateway | LiteLLM |",
+        "|---|---:|---:|",
+        added_row,
+        rps_row,
+        f"| RSS after the run | {head['rss_mib']:.0f} MiB | {LITELLM['rss_mb']} MB |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, doc: Path | None = None) -> None:
+    """Replace the "Gateway overhead" section of ``doc`` (append it when absent); keep the rest."""
+    doc = doc or DOC
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    current = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
+    if pattern.search(current):
+        updated = pattern.sub(lambda _: text.rstrip("\n") + "\n\n", current).rstrip("\n") + "\n"
+    else:
+        updated = current.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
+    doc.write_text(updated)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=500, help="requests per case at concurrency 1")
+    parser.add_argument("--concurrent-requests", type=int, default=3000, help="requests in the concurrent case")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--warmup", type=int, default=50, help="unrecorded requests before each case")
+    parser.add_argument("--timeout", type=float, default=300.0, help="hard limit for the whole run, seconds")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_upstream:
+        serve_upstream(args.serve_upstream)
+        return 0
+    results = run(args.requests, args.concurrent_requests, args.concurrency, args.timeout, args.warmup)
+    text = section(results)
+    print(text)
+    for case in results.cases:
+        if case.first_error:
+            print(f"first error in {case.name!r} (concurrency {case.concurrency}): {case.first_error}",
+                  file=sys.stderr)
+    if not args.no_write:
+        write_section(text)
+    return 1 if any(c.errors for c in results.cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
