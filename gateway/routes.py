@@ -9,7 +9,6 @@ expects; nothing a client sends ends in a 500.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 from dataclasses import replace
@@ -22,6 +21,8 @@ from gateway.body import BodyError, DecodedBody, decode_body
 from gateway.cost import format_cost, response_cost
 from gateway.state import GatewayState, RequestRecord
 from translators.errors import DecisionError, RequestInvalid, UpstreamError
+from translators import openai as openai_wire
+from translators import systemone as systemone_wire
 from translators.ir import DecisionRequest
 
 log = logging.getLogger("gateway.routes")
@@ -47,8 +48,11 @@ async def systemone_decisions(request: Request) -> Response:
     return await handle_decision(request, "systemone")
 
 
+WIRES: dict[str, ModuleType] = {"openai": openai_wire, "systemone": systemone_wire}
+
+
 def wire_module(wire: str) -> ModuleType:
-    return importlib.import_module(f"translators.{wire}")
+    return WIRES[wire]
 
 
 async def handle_decision(request: Request, wire: str) -> Response:

@@ -1,7 +1,7 @@
 """Upstream HTTP: one shared, pooled client for the whole process.
 
-httpx's own connection pool is slow under concurrency (encode/httpx#3215), so the client speaks
-httpx's API over aiohttp's transport (``httpx_aiohttp.AiohttpTransport``); see
+httpx's own connection pool is slow under concurrency (encode/httpx#3215), and even on aiohttp's
+transport its wrapping costs more than the HTTP work, so the client is one aiohttp session; see
 ``bench/upstream_client.py`` and docs/benchmarks.md. URLs ``local://<model-ref>/<path>`` go to the
 bundled backend in this process (``backend.inprocess.call``) instead of over HTTP.
 
@@ -18,7 +18,6 @@ import time
 from urllib.parse import unquote, urlsplit
 
 import aiohttp
-import httpx
 
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
@@ -26,33 +25,34 @@ from translators.errors import DecisionError, UpstreamError
 log = logging.getLogger("gateway.upstream")
 
 LOCAL_SCHEME = "local://"
-# What a failed exchange raises: httpx's errors, aiohttp's when its transport does not map them,
-# timeouts and socket errors.
-TRANSPORT_ERRORS = (httpx.HTTPError, aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
+# What a failed exchange raises: aiohttp's client errors, timeouts and socket errors.
+TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
 
 
 class Upstream:
-    """Sends ``UpstreamRequest``s. Create once at start-up (``start``), close at shutdown (``close``)."""
+    """Sends ``UpstreamRequest``s over one pooled aiohttp session. ``start`` once, ``close`` at shutdown.
 
-    def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None):
+    aiohttp directly rather than httpx: on the gateway's hot path httpx's request building, cookie
+    handling and response wrapping cost more than aiohttp's HTTP work itself (bench/upstream_client.py).
+    """
+
+    def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0):
         self._max_connections = max_connections
         self._keepalive_expiry = keepalive_expiry
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
 
     @property
     def started(self) -> bool:
-        return self._client is not None
+        return self._session is not None
 
     async def start(self) -> None:
-        if self._client is None:
-            self._client = make_client(self._max_connections, self._keepalive_expiry, self._transport)
+        if self._session is None:
+            self._session = make_session(self._max_connections, self._keepalive_expiry)
 
     async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
     async def __aenter__(self) -> "Upstream":
         await self.start()
@@ -65,20 +65,22 @@ class Upstream:
         provider = provider or _host(request.url)
         if request.url.startswith(LOCAL_SCHEME):
             return await send_local(request, provider)
-        if self._client is None:
+        if self._session is None:
             await self.start()
-        assert self._client is not None
+        assert self._session is not None
         content, headers = encode_body(request, provider)
         started = time.perf_counter()
         try:
-            response = await self._client.request(request.method, request.url, headers=headers,
-                                                  content=content, timeout=request.timeout)
+            async with self._session.request(request.method, request.url, data=content, headers=headers,
+                                             timeout=aiohttp.ClientTimeout(total=request.timeout),
+                                             allow_redirects=False) as response:
+                body = await response.read()
         except TRANSPORT_ERRORS as exc:
             raise transport_error(exc, provider, request.url, request.timeout) from None
         return UpstreamResponse(
-            status=response.status_code,
+            status=response.status,
             headers={k.lower(): v for k, v in response.headers.items()},
-            body=response.content,
+            body=body,
             elapsed_ms=(time.perf_counter() - started) * 1000.0,
         )
 
@@ -98,16 +100,12 @@ def encode_body(request: UpstreamRequest, provider: str) -> tuple[bytes | None, 
     return content, headers
 
 
-def make_client(max_connections: int = 1000, keepalive_expiry: float = 30.0,
-                transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """httpx's API on aiohttp's connection pool (or on a given transport, e.g. in tests)."""
-    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections,
-                          keepalive_expiry=keepalive_expiry)
-    if transport is None:
-        from httpx_aiohttp import AiohttpTransport
-
-        transport = AiohttpTransport(limits=limits)
-    return httpx.AsyncClient(transport=transport, limits=limits, follow_redirects=False)
+def make_session(max_connections: int = 1000, keepalive_expiry: float = 30.0) -> aiohttp.ClientSession:
+    """One connection pool for every upstream; no cookies kept between unrelated callers."""
+    connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0, keepalive_timeout=keepalive_expiry,
+                                     ttl_dns_cache=300)
+    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                 skip_auto_headers=("User-Agent",))
 
 
 def transport_error(exc: BaseException, provider: str, url: str, timeout: float) -> UpstreamError:
@@ -122,15 +120,8 @@ def transport_error(exc: BaseException, provider: str, url: str, timeout: float)
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    """A timeout anywhere in the cause chain; connection refusals are not timeouts.
-
-    The aiohttp transport maps every ``aiohttp.ClientConnectionError`` (connection refused
-    included) to ``httpx.ConnectTimeout``, so the original aiohttp exception decides.
-    """
-    root = _root(exc)
-    if root is not exc:
-        return isinstance(root, (asyncio.TimeoutError, TimeoutError))
-    return isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError, TimeoutError))
+    """A timeout (aiohttp's are ``TimeoutError`` subclasses); connection refusals are not timeouts."""
+    return isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or isinstance(_root(exc), TimeoutError)
 
 
 def _root(exc: BaseException) -> BaseException:
