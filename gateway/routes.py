@@ -15,6 +15,7 @@ from dataclasses import replace
 from types import ModuleType
 
 from fastapi import APIRouter, Request
+from starlette.routing import Route
 from fastapi.responses import Response
 
 from gateway.body import BodyError, DecodedBody, decode_body
@@ -36,16 +37,19 @@ JSON_TYPE = "application/json"
 OFF_LOOP_BYTES = 64 * 1024
 
 
-@router.post("/v1/decisions", include_in_schema=True)
-@router.post("/decisions", include_in_schema=False)
 async def openai_decisions(request: Request) -> Response:
     return await handle_decision(request, "openai")
 
 
-@router.post("/v1/systemone", include_in_schema=True)
-@router.post("/systemone", include_in_schema=False)
 async def systemone_decisions(request: Request) -> Response:
     return await handle_decision(request, "systemone")
+
+
+# Plain Starlette routes: the handlers read the raw body themselves, so FastAPI's dependency
+# solving and response wrapping would only add per-request work on the hot path.
+for _path, _endpoint in (("/v1/decisions", openai_decisions), ("/decisions", openai_decisions),
+                         ("/v1/systemone", systemone_decisions), ("/systemone", systemone_decisions)):
+    router.routes.append(Route(_path, _endpoint, methods=["POST"]))
 
 
 WIRES: dict[str, ModuleType] = {"openai": openai_wire, "systemone": systemone_wire}
