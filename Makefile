@@ -27,8 +27,8 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python bench/upstream_client.py
-	$(BIN)/python bench/gateway.py
+	$(BIN)/python -m bench.upstream_client
+	$(BIN)/python -m bench.gateway
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,6 +1,6 @@
 """Gateway overhead benchmark: what the gateway adds on top of a zero-delay upstream.
 
-    python bench/gateway.py [--requests 500] [--concurrent-requests 3000] [--concurrency 32]
+    python -m bench.gateway [--requests 500] [--concurrent-requests 3000] [--concurrency 32]
                             [--timeout 300] [--no-write]
 
 Three processes on 127.0.0.1: a zero-delay upstream (a small aiohttp app answering TypeSafe's
@@ -27,7 +27,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import socket
 import subprocess
@@ -37,6 +36,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.docs_section import replace_section
+from bench.zero_delay_upstream import S1_QUESTIONS, openai_body, systemone_body
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Gateway overhead"
@@ -45,92 +47,6 @@ UPSTREAM_KEY = "bench-upstream-key"
 
 # LiteLLM on the same kind of 2-vCPU machine (shared/spec/litellm-reference.md, section 12).
 LITELLM = {"added_p50_ms": 14.5, "rps_32": 83.8, "rss_mb": 413}
-
-# ---- the request bodies -----------------------------------------------------------------------
-
-STATE = "I was charged twice for order #4411 and want one of the charges refunded today."
-S1_QUESTIONS = {
-    "refund": {"type": "noul", "instructions": "Is the customer asking for a refund?"},
-    "tone": {"type": "choice", "instructions": "Tone?", "criteria": {"calm": None, "angry": "upset", "neutral": None}},
-    "urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["can wait", "this week", "today"]},
-}
-OPENAI_QUESTIONS = [
-    {"type": "predicate", "name": "refund", "instructions": "Is the customer asking for a refund?"},
-    {"type": "choice", "name": "tone", "instructions": "Tone?",
-     "choices": [{"value": "calm"}, {"value": "angry", "description": "upset"}, {"value": "neutral"}]},
-    {"type": "score", "name": "urgency", "instructions": "How urgent?",
-     "levels": [{"label": "can wait"}, {"label": "this week"}, {"label": "today"}]},
-]
-
-
-def systemone_body(model: str) -> bytes:
-    return json.dumps({"model": model, "state": STATE, "questions": S1_QUESTIONS}).encode()
-
-
-def openai_body(model: str) -> bytes:
-    return json.dumps({"model": model, "input": STATE, "questions": OPENAI_QUESTIONS}).encode()
-
-
-# ---- the zero-delay upstream (its own process) ------------------------------------------------
-
-# One valid answer per question, precomputed: probabilities sum to 1, confidences follow the Jev
-# formulas (choice: (n*max-1)/(n-1) = 0.7; score: 1 - mean distance to the mode / uniform's = 0.625).
-S1_ANSWERS = {
-    "refund": {"type": "noul", "noul": 0.91},
-    "tone": {"type": "choice", "choice": "angry", "confidence": 0.7,
-             "probabilities": {"calm": 0.1, "angry": 0.8, "neutral": 0.1}},
-    "urgency": {"type": "score", "score": 1.75, "confidence": 0.625,
-                "legend": {"0": "can wait", "1": "this week", "2": "today"},
-                "probabilities": {"0": 0.05, "1": 0.15, "2": 0.8}},
-}
-OPENAI_ANSWERS = {
-    "refund": {"type": "predicate", "name": "refund", "probability": 0.91},
-    "tone": {"type": "choice", "name": "tone", "choice": "angry", "confidence": 0.7,
-             "probabilities": [{"value": "calm", "probability": 0.1}, {"value": "angry", "probability": 0.8},
-                               {"value": "neutral", "probability": 0.1}]},
-    "urgency": {"type": "score", "name": "urgency", "score": 1.75, "confidence": 0.625,
-                "probabilities": [{"value": 0, "label": "can wait", "probability": 0.05},
-                                  {"value": 1, "label": "this week", "probability": 0.15},
-                                  {"value": 2, "label": "today", "probability": 0.8}]},
-}
-
-
-def serve_upstream(port: int) -> None:
-    """TypeSafe ``/v1/systemone`` and OpenAI ``/v1/decisions``: parse the body, answer each question asked."""
-    from aiohttp import web
-
-    def reply(status: int, payload: dict, request_id: str) -> web.Response:
-        return web.Response(status=status, body=json.dumps(payload).encode(), content_type="application/json",
-                            headers={request_id: "req-bench"})
-
-    async def systemone(request: web.Request) -> web.Response:
-        raw = await request.read()
-        try:
-            body = json.loads(raw)
-            answers = {qid: S1_ANSWERS[qid] for qid in body["questions"]}
-        except (ValueError, KeyError, TypeError) as exc:
-            return reply(422, {"detail": [{"loc": ["body"], "msg": f"unexpected body ({exc!r})",
-                                           "type": "value_error"}]}, "x-typesafe-request-id")
-        return reply(200, {"model": "jev-1.13-20260917", "answers": answers,
-                           "usage": {"input_tokens": len(raw) // 4, "output_tokens": 0}}, "x-typesafe-request-id")
-
-    async def decisions(request: web.Request) -> web.Response:
-        raw = await request.read()
-        try:
-            body = json.loads(raw)
-            answers = [OPENAI_ANSWERS[q["name"]] for q in body["questions"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            return reply(400, {"error": {"message": f"unexpected body ({exc!r})", "type": "invalid_request_error",
-                                         "param": None, "code": None}}, "x-request-id")
-        tokens = len(raw) // 4
-        return reply(200, {"model": body.get("model"), "answers": answers,
-                           "usage": {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
-                                     "output_tokens": 0, "total_tokens": tokens}}, "x-request-id")
-
-    app = web.Application()
-    app.router.add_post("/v1/systemone", systemone)
-    app.router.add_post("/v1/decisions", decisions)
-    web.run_app(app, host=HOST, port=port, print=None, access_log=None)
 
 
 # ---- processes --------------------------------------------------------------------------------
@@ -367,8 +283,8 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
         log_path = Path(tmp) / "gateway.log"
         try:
             upstream_port = free_port()
-            upstream = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-upstream",
-                                         str(upstream_port)], stdin=subprocess.DEVNULL)
+            upstream = subprocess.Popen([sys.executable, "-m", "bench.zero_delay_upstream", str(upstream_port)],
+                                        cwd=ROOT, stdin=subprocess.DEVNULL)
             wait_for_port(upstream_port, upstream, min(hard_deadline, time.monotonic() + 30))
 
             config = Path(tmp) / "gateway.yaml"
@@ -449,7 +365,7 @@ def section(results: Results) -> str:
     errors = sum(c.errors for c in results.cases)
     nan = float("nan")
     method = (
-        f"`python bench/gateway.py` ({env['sequential']} requests per case at concurrency 1, "
+        f"`python -m bench.gateway` ({env['sequential']} requests per case at concurrency 1, "
         f"{env['concurrent']:,} at concurrency {env['concurrency']}, each after {env['warmup']} warm-up requests; "
         f"{env['python']}, {env['cpus']} CPUs ({env['machine']}), {env['date']}; load average "
         f"{load1:.2f} (1 min) / {load5:.2f} (5 min) at the start). Three processes on 127.0.0.1: a zero-delay "
@@ -486,15 +402,7 @@ def section(results: Results) -> str:
 
 def write_section(text: str, doc: Path | None = None) -> None:
     """Replace the "Gateway overhead" section of ``doc`` (append it when absent); keep the rest."""
-    doc = doc or DOC
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    current = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text.rstrip("\n") + "\n\n", current).rstrip("\n") + "\n"
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
-    doc.write_text(updated)
+    replace_section(doc or DOC, SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -505,11 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50, help="unrecorded requests before each case")
     parser.add_argument("--timeout", type=float, default=300.0, help="hard limit for the whole run, seconds")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.serve_upstream:
-        serve_upstream(args.serve_upstream)
-        return 0
     results = run(args.requests, args.concurrent_requests, args.concurrency, args.timeout, args.warmup)
     text = section(results)
     print(text)

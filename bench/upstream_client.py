@@ -2,7 +2,7 @@
 gateway's own ``Upstream.send`` (one aiohttp session), POSTing a small System One body to a local
 server at concurrency 32.
 
-    python bench/upstream_client.py [--requests 4000] [--concurrency 32] [--no-write]
+    python -m bench.upstream_client [--requests 4000] [--concurrency 32] [--no-write]
 
 The server runs in its own process (aiohttp), so the clients compete only with it for the CPUs.
 Prints a table and writes it to docs/benchmarks.md, section "Upstream client" (other sections of
@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import platform
-import re
 import socket
 import statistics
 import subprocess
@@ -157,7 +156,7 @@ def table(rows, total: int, concurrency: int) -> str:
     lines = [
         SECTION,
         "",
-        f"`python bench/upstream_client.py` ({total} POSTs of a small System One body per client, "
+        f"`python -m bench.upstream_client` ({total} POSTs of a small System One body per client, "
         f"concurrency {concurrency}, local aiohttp server in its own process; "
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"{time.strftime('%Y-%m-%d')}; 1-minute load average {os.getloadavg()[0]:.1f} at the start, "
@@ -175,14 +174,9 @@ def table(rows, total: int, concurrency: int) -> str:
 
 
 def write_section(text: str) -> None:
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    current = DOC.read_text() if DOC.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(current):
-        updated = pattern.sub(lambda _: text + "\n", current)
-    else:
-        updated = current.rstrip("\n") + "\n\n" + text + "\n"
-    DOC.write_text(updated)
+    from bench.docs_section import replace_section
+
+    replace_section(DOC, SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:
