@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from translators.confidence import choice_confidence, normalise, score_confidence
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question
-from translators.upstream_values import bad, describe_question
+from translators.upstream_values import answers_in_order, bad, describe_question
 
 NEGATIVE_SLACK = 1e-9  # rounding noise below zero that is clamped to 0
 
@@ -29,13 +29,7 @@ def normalise_result(result: DecisionResult, req: DecisionRequest) -> DecisionRe
     unknown = sorted(set(by_id) - {q.id for q in req.questions})
     if unknown:
         raise bad(f"The upstream answered questions that were not asked: {', '.join(unknown)}.")
-    answers = []
-    for question in req.questions:
-        answer = by_id.get(question.id)
-        if answer is None:
-            raise bad(f"The upstream returned no answer for {describe_question(question.id, question.name)}.")
-        answers.append(normalise_answer(question, answer))
-    return replace(result, answers=tuple(answers))
+    return replace(result, answers=tuple(normalise_answer(q, a) for q, a in answers_in_order(result, req)))
 
 
 def normalise_answer(question: Question, answer: Answer) -> Answer:

@@ -14,20 +14,14 @@ from translators.errors import DecisionError, format_param
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 from translators.openai_parse import parse_request
 from translators.openai_upstream import parse_response, render_request
-from translators.upstream_values import bad
+from translators.upstream_values import answers_in_order
 
 __all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error"]
 
 
 def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
     """The ``/v1/decisions`` response: answers in question order, each echoing the question's name."""
-    by_id = {answer.question_id: answer for answer in result.answers}
-    answers = []
-    for question in req.questions:
-        answer = by_id.get(question.id)
-        if answer is None:
-            raise bad(f"No answer came back for question '{question.name or question.id}'.")
-        answers.append(render_answer(question, answer))
+    answers = [render_answer(question, answer) for question, answer in answers_in_order(result, req)]
     return {"model": result.model or req.model, "answers": answers, "usage": render_usage(result.usage)}
 
 

@@ -13,20 +13,16 @@ from translators.errors import DecisionError, RequestInvalid
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 from translators.systemone_parse import parse_request
 from translators.systemone_upstream import level_text, parse_response, render_request
-from translators.upstream_values import bad
+from translators.upstream_values import answers_in_order
 
 __all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error"]
 
 
 def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
     """The ``/v1/systemone`` response: answers keyed by question id; refusals listed apart, never made up."""
-    by_id = {answer.question_id: answer for answer in result.answers}
     answers: dict[str, dict] = {}
     refusals: list[str] = []
-    for question in req.questions:
-        answer = by_id.get(question.id)
-        if answer is None:
-            raise bad(f"No answer came back for question '{question.id}'.")
+    for question, answer in answers_in_order(result, req):
         if answer.kind == "refusal":
             refusals.append(question.id)
         else:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from translators.errors import UpstreamError
-from translators.ir import Question, Usage
+from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 
 
 def bad(message: str) -> UpstreamError:
@@ -99,4 +99,16 @@ def open_answer(question: Question, raw: Any, expected_type: str, known_fields: 
     if kind != "refusal" and kind != expected_type:
         raise bad(f"The upstream answered {what} with type {kind!r}, expected {expected_type!r}.")
     return what, extra, kind == "refusal"
+
+
+def answers_in_order(result: DecisionResult, req: DecisionRequest) -> list[tuple[Question, Answer]]:
+    """Each question with its answer, in question order; a question without one is a 502, never made up."""
+    by_id = {answer.question_id: answer for answer in result.answers}
+    pairs = []
+    for question in req.questions:
+        answer = by_id.get(question.id)
+        if answer is None:
+            raise bad(f"The upstream returned no answer for {describe_question(question.id, question.name)}.")
+        pairs.append((question, answer))
+    return pairs
 
