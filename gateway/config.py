@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -63,13 +62,6 @@ class GatewayConfig:
 
     def group(self, model_name: str) -> list[Deployment]:
         return [dep for dep in self.deployments if dep.model_name == model_name]
-
-    def pick(self, model_name: str, rng: random.Random | None = None) -> Deployment | None:
-        """One deployment of the group, chosen at random (the router is a later issue)."""
-        group = self.group(model_name)
-        if not group:
-            return None
-        return (rng or random).choice(group)
 
 
 def load_config(path: str | Path | None, environ: Mapping[str, str] | None = None) -> GatewayConfig:

@@ -70,13 +70,10 @@ def test_provider_defaults_fill_the_key_and_base_from_the_environment():
     assert dep.api_base == "https://api.typesafe.ai"
 
 
-def test_a_group_picks_among_its_deployments(tmp_path):
-    import random
-
+def test_a_group_holds_all_its_deployments(tmp_path):
     config = load_config(write(tmp_path, LITELLM_CONFIG), ENV)
-    picked = {config.pick("jev", random.Random(seed)).model for seed in range(40)}
-    assert picked == {"jev-latest", "jev-1.14.0"}
-    assert config.pick("nope") is None
+    assert {dep.model for dep in config.group("jev")} == {"jev-latest", "jev-1.14.0"}
+    assert config.group("nope") == []
 
 
 def test_unknown_provider_lists_the_known_ones():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import httpx
 import pytest
 
 from gateway.upstream import Upstream, split_local_url
