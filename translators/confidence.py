@@ -48,3 +48,11 @@ def score_confidence(probabilities: Sequence[float]) -> float:
 def expected_score(probabilities: Sequence[float]) -> float:
     """Sum of i * p_i."""
     return math.fsum(i * p for i, p in enumerate(probabilities))
+
+
+def confidence_or_jev(kind: str, probabilities: Sequence[float], given: float | None) -> float:
+    """The confidence an upstream gave, or the Jev formula of a ``choice`` or ``score`` answer."""
+    if given is not None:
+        return given
+    return (choice_confidence if kind == "choice" else score_confidence)(probabilities)
+

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from translators.confidence import choice_confidence, normalise, score_confidence
+from translators.confidence import confidence_or_jev, normalise
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question
 from translators.upstream_values import answers_in_order, bad, describe_question
 
@@ -50,10 +50,7 @@ def normalise_answer(question: Question, answer: Answer) -> Answer:
         p_yes = min(1.0, max(0.0, normalise(cleaned)[0]))
         return replace(answer, probabilities=(p_yes, 1.0 - p_yes), confidence=None, label_mass=label_mass)
     probabilities = tuple(normalise(cleaned))
-    confidence = _unit_or_none(answer.confidence)
-    if confidence is None:
-        formula = choice_confidence if answer.kind == "choice" else score_confidence
-        confidence = formula(probabilities)
+    confidence = confidence_or_jev(answer.kind, probabilities, _unit_or_none(answer.confidence))
     return replace(answer, probabilities=probabilities, confidence=confidence, label_mass=label_mass)
 
 

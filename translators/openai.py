@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translators.confidence import choice_confidence, score_confidence
+from translators.confidence import confidence_or_jev
 from translators.content import json_text
 from translators.errors import DecisionError, format_param
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
@@ -34,7 +34,7 @@ def render_answer(question: Question, answer: Answer) -> dict:
     if answer.kind == "box":
         return {"type": "box", "name": name, "box": answer.box, "confidence": answer.confidence}
     if answer.kind == "choice":
-        confidence = answer.confidence if answer.confidence is not None else choice_confidence(answer.probabilities)
+        confidence = confidence_or_jev(answer.kind, answer.probabilities, answer.confidence)
         return {
             "type": "choice",
             "name": name,
@@ -43,7 +43,7 @@ def render_answer(question: Question, answer: Answer) -> dict:
             "probabilities": [{"value": option.value, "probability": p}
                               for option, p in zip(question.options, answer.probabilities)],
         }
-    confidence = answer.confidence if answer.confidence is not None else score_confidence(answer.probabilities)
+    confidence = confidence_or_jev(answer.kind, answer.probabilities, answer.confidence)
     return {
         "type": "score",
         "name": name,

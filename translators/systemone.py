@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translators.confidence import choice_confidence, score_confidence
+from translators.confidence import confidence_or_jev
 from translators.errors import DecisionError, RequestInvalid
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 from translators.systemone_parse import parse_request
@@ -42,11 +42,11 @@ def render_answer(question: Question, answer: Answer) -> dict:
         out = {"type": "box", "box": answer.box, "confidence": answer.confidence}
     elif answer.kind == "choice":
         keys = [option.key for option in question.options]
-        confidence = answer.confidence if answer.confidence is not None else choice_confidence(answer.probabilities)
+        confidence = confidence_or_jev(answer.kind, answer.probabilities, answer.confidence)
         out = {"type": "choice", "choice": keys[answer.choice_index], "confidence": confidence,
                "probabilities": dict(zip(keys, answer.probabilities))}
     else:
-        confidence = answer.confidence if answer.confidence is not None else score_confidence(answer.probabilities)
+        confidence = confidence_or_jev(answer.kind, answer.probabilities, answer.confidence)
         out = {"type": "score", "score": answer.score, "confidence": confidence,
                "legend": {str(i): level_text(level) for i, level in enumerate(question.levels)},
                "probabilities": {str(i): p for i, p in enumerate(answer.probabilities)}}
