@@ -176,6 +176,11 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
         model_info=model_info, params=rest, id=_deployment_id(raw_entry),
         **{k: v for k, v in typed.items() if v is not None},
     )
+    from providers.limits import limit_problems
+
+    problems = limit_problems(dep)
+    if problems:
+        raise ConfigError(f"{where}.{problems[0]}")
     return _resolve_provider_defaults(dep, environ, where)
 
 

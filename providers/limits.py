@@ -28,10 +28,23 @@ _COUNTS = {"max_questions": 1, "min_options": 1, "max_options": 1, "min_levels":
 
 def limits_for(base: Limits, dep: Deployment) -> Limits:
     """``base`` with the deployment's overrides applied (unknown keys and unusable values are ignored)."""
+    changes, _problems = _overrides(dep)
+    return replace(base, **changes) if changes else base
+
+
+def limit_problems(dep: Deployment) -> list[str]:
+    """Override values that would be ignored, each as ``<where>.<key>: <rule>`` (the config refuses them)."""
+    return _overrides(dep)[1]
+
+
+def _overrides(dep: Deployment) -> tuple[dict, list[str]]:
     params = dep.params or {}
     changes: dict = {}
-    for source in (params, dep.model_info or {}, params.get("limits") or {}):
+    problems: list[str] = []
+    for where, source in (("litellm_params", params), ("model_info", dep.model_info or {}),
+                          ("litellm_params.limits", params.get("limits") or {})):
         if not isinstance(source, dict):
+            problems.append(f"{where}: must be a mapping of limit names to values")
             continue
         for key, value in source.items():
             name = _ALIASES.get(key, key)
@@ -39,13 +52,16 @@ def limits_for(base: Limits, dep: Deployment) -> Limits:
                 changes["max_images"] = None if value else 0
             elif name in _COUNTS:
                 count = _count(value, _COUNTS[name])
-                if count is not ...:
+                if count is ...:
+                    problems.append(f"{where}.{key}: must be a whole number of at least {_COUNTS[name]}, "
+                                    f"or null for no limit; got {value!r}")
+                else:
                     changes[name] = count
             elif name == "image_formats" and isinstance(value, (list, tuple)):
                 changes[name] = tuple(str(v).lower() for v in value)
             elif name == "box" and isinstance(value, bool):
                 changes[name] = value
-    return replace(base, **changes) if changes else base
+    return changes, problems
 
 
 def _count(value: Any, smallest: int) -> Any:

@@ -176,3 +176,17 @@ def test_the_readme_config_reference_loads():
     config = build_config(yaml.safe_load(block), env)
     assert config.model_names == ["jev"] and len(config.group("jev")) == 2
     assert config.request_limits.max_questions == 400
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"model_info": {"max_questions": 0}}, "model_list[0] (c).model_info.max_questions: must be a whole number of at least 1"),
+    ({"model_info": {"max_levels": "ten"}}, "model_info.max_levels: must be a whole number of at least 1, or null for no limit; got 'ten'"),
+    ({"litellm_params": {"model": "cloudflare/clef", "account_id": "a", "api_key": "k", "max_options": -3}},
+     "litellm_params.max_options: must be a whole number"),
+])
+def test_a_limit_override_that_would_be_ignored_stops_the_start(entry, words):
+    raw = {"model_list": [{"model_name": "c", "litellm_params": {"model": "cloudflare/clef", "account_id": "a",
+                                                                  "api_key": "k"}, **entry}]}
+    with pytest.raises(ConfigError) as err:
+        build_config(raw, {})
+    assert words in str(err.value)
