@@ -102,9 +102,19 @@ def _instructions(req: DecisionRequest, question: Question) -> str | list[dict]:
     return _text_with_images(text, req.input.images)
 
 
+def upstream_name(req: DecisionRequest, question: Question) -> str | None:
+    """The ``name`` an OpenAI upstream sees: from an OpenAI caller, the caller's own name (``None``:
+    the question goes unnamed, as sent; positions stay the gateway's internal ids); from a System One
+    caller, the question's key."""
+    return question.name if req.wire == "openai" else question.id
+
+
 def _question(req: DecisionRequest, question: Question) -> dict:
-    out: dict[str, Any] = {"type": OPENAI_TYPES[question.kind], "name": question.id,
-                           "instructions": _instructions(req, question)}
+    out: dict[str, Any] = {"type": OPENAI_TYPES[question.kind]}
+    name = upstream_name(req, question)
+    if name is not None:
+        out["name"] = name
+    out["instructions"] = _instructions(req, question)
     if question.kind == "choice":
         out["choices"] = []
         for option in question.options:
@@ -126,7 +136,8 @@ def _question(req: DecisionRequest, question: Question) -> dict:
 
 
 def parse_response(body: Any, req: DecisionRequest) -> DecisionResult:
-    """An OpenAI Decisions upstream answer -> IR. Answers match questions by position."""
+    """An OpenAI Decisions upstream answer -> IR. Answers match questions by position (unnamed
+    questions have nothing else to match on); a name an answer echoes must be its question's."""
     if not isinstance(body, dict):
         raise bad("The upstream response is not a JSON object.")
     answers = body.get("answers")
@@ -134,11 +145,23 @@ def parse_response(body: Any, req: DecisionRequest) -> DecisionResult:
         raise bad("The upstream response has no answers list.")
     if len(answers) != len(req.questions):
         raise bad(f"The upstream returned {len(answers)} answers for {len(req.questions)} questions.")
+    for index, (question, raw) in enumerate(zip(req.questions, answers)):
+        _check_echoed_name(req, index, question, raw)
     return DecisionResult(
         model=model_name(body, req.model),
         answers=tuple(_answer(q, raw) for q, raw in zip(req.questions, answers)),
         usage=usage(body.get("usage")),
     )
+
+
+def _check_echoed_name(req: DecisionRequest, index: int, question: Question, raw: Any) -> None:
+    """Answers pair with questions by position; an answer that echoes another question's name means
+    the upstream reordered them, and pairing by position would hand one question another's answer."""
+    sent = upstream_name(req, question)
+    echoed = raw.get("name") if isinstance(raw, dict) else None
+    if isinstance(sent, str) and isinstance(echoed, str) and echoed != sent:
+        raise bad(f"The upstream's answer {index} is named {echoed!r} but question {index} was sent as "
+                  f"{sent!r}; answers must come back in question order.")
 
 
 def _answer(question: Question, raw: Any) -> Answer:

@@ -50,16 +50,18 @@ def test_object_state_is_json_dumped_with_default_separators():
     assert body["input"] == '{"ticket": "hi"}'
 
 
-def test_openai_origin_request_goes_back_unchanged_except_names():
+def test_openai_origin_request_goes_back_unchanged():
     original = openai_body(safety_identifier="u", prompt_cache_key="k", prompt_cache_options={"ttl": "30m"},
                            input=[{"role": "user", "content": [{"type": "input_text", "text": "hi"},
                                                                {"type": "input_image", "image_url": PNG_DATA_URL}]}])
-    original["questions"][2].pop("name")  # unnamed -> positional ids, sent as names
-    body = openai.render_request(openai.parse_request(original, None), "gpt-upstream")
+    original["questions"][2].pop("name")  # partly named: positions are the internal ids, never sent as names
+    req = openai.parse_request(original, None)
+    assert [q.id for q in req.questions] == ["0", "1", "2"]
+    body = openai.render_request(req, "gpt-upstream")
     assert body["input"] == original["input"]
-    assert [q["name"] for q in body["questions"]] == ["0", "1", "2"]
-    for sent, received in zip(body["questions"], original["questions"]):
-        assert {k: v for k, v in sent.items() if k != "name"} == {k: v for k, v in received.items() if k != "name"}
+    assert [q.get("name") for q in body["questions"]] == ["dup", "category", None]
+    assert "name" not in body["questions"][2]
+    assert body["questions"] == original["questions"]
     assert (body["safety_identifier"], body["prompt_cache_key"], body["prompt_cache_options"]) == \
         ("u", "k", {"ttl": "30m"})
 

@@ -117,13 +117,8 @@ def test_system_one_request_survives_ir(body):
 def test_openai_request_survives_ir(body):
     req = openai.parse_request(body, None)
     again = openai.render_request(req, "gpt-6-luna")
-    assert again["input"] == body["input"]
-    for sent, original, question in zip(again["questions"], body["questions"], req.questions):
-        assert sent["name"] == question.id
-        assert {k: v for k, v in sent.items() if k != "name"} == {k: v for k, v in original.items() if k != "name"}
-    names = [q.get("name") for q in body["questions"]]
-    if None not in names and len(set(names)) == len(names):
-        assert again == body
+    # names go back as the caller wrote them, unnamed and repeated ones included (ids may be positions)
+    assert again == body
 
 
 @SETTINGS

@@ -98,6 +98,32 @@ def test_unusable_openai_answers_are_a_502(mutate, words):
     assert status == 502 and envelope["error"]["type"] == "upstream_error" and envelope["error"]["param"] is None
 
 
+def test_openai_answers_to_partly_named_questions_pair_by_position():
+    body = openai_body()
+    body["questions"][1].pop("name")  # unnamed: the ids are positions, and the upstream echoes null
+    req = openai.parse_request(body, None)
+    answers = oa_answers()
+    answers["answers"][1]["name"] = None
+    result = openai.parse_response(answers, req)
+    assert [a.question_id for a in result.answers] == ["0", "1", "2"]
+    assert result.answers[1].probabilities == (0.9, 0.1)
+    rendered = openai.render_response(result, req)
+    assert [a["name"] for a in rendered["answers"]] == ["dup", None, "urgency"]
+
+
+def test_openai_answers_that_echo_another_questions_name_are_a_502():
+    body = oa_answers()
+    body["answers"][0]["name"] = "urgency"  # reordered upstream: pairing by position would mix answers up
+    with pytest.raises(UpstreamError) as caught:
+        openai.parse_response(body, OA_REQ)
+    assert caught.value.status == 502 and "'urgency'" in caught.value.message and "question order" in caught.value.message
+    s1_req = systemone.parse_request(systemone_body(questions={"a": {"type": "noul", "instructions": "x"}}), None)
+    with pytest.raises(UpstreamError):  # a System One caller's keys are the names sent, so they are checked too
+        openai.parse_response({"answers": [{"type": "predicate", "name": "b", "probability": 0.5}]}, s1_req)
+    ok = openai.parse_response({"answers": [{"type": "predicate", "name": "a", "probability": 0.5}]}, s1_req)
+    assert ok.answers[0].question_id == "a"
+
+
 def test_system_one_answers_match_by_key():
     result = systemone.parse_response(s1_answers(), S1_REQ)
     assert result.model == "jev-1.13-20260917"
