@@ -15,8 +15,8 @@ from backend.decide import Decider, label_mass, label_probabilities
 from backend.errors import BackendRefusal
 from backend.prompts import QuestionSpec
 from backend.scoring import ScoreRow
-from translators.sglang import (ChoiceQuestion, DecisionsRequest, ScoreQuestion, compact_json,
-                                format_validation_error)
+from translators.content import compact_json
+from translators.sglang import ChoiceQuestion, DecisionsRequest, ScoreQuestion, format_validation_error
 
 ROUTE = "/v1/decisions"
 

@@ -14,7 +14,8 @@ from backend.errors import BackendRefusal
 from backend.prompts import QuestionSpec
 from backend.routes_decisions import check_model_name
 from translators.confidence import choice_confidence, score_confidence
-from translators.sglang import compact_json, is_blank, option_name_problem
+from translators.content import compact_json
+from translators.sglang import is_blank, option_name_problem
 
 ROUTE = "/v1/systemone"
 DECISIONS_ONLY_FIELDS = ("temperature", "prompt_format_version", "return_prompt_token_ids")

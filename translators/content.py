@@ -12,7 +12,10 @@ SEGMENT_SEPARATOR = "\n\n"
 
 
 def compact_json(value: Any) -> str:
-    """Compact JSON text (for ``input_json`` parts written into a System One state)."""
+    """A string as is; any other JSON value as compact JSON, non-ASCII kept (SGLang's rendering, and
+    how ``input_json`` parts are written into a System One state)."""
+    if isinstance(value, str):
+        return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 

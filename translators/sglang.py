@@ -12,17 +12,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from translators.content import compact_json
 from translators.errors import UpstreamError, Unsupported
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 
 JSONText = Union[str, dict, list]  # question text, descriptions and levels: a string or JSON
-
-
-def compact_json(value: Any) -> str:
-    """Objects and arrays as SGLang renders them: compact, non-ASCII kept."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def is_blank(value: Any) -> bool:
