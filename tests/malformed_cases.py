@@ -59,6 +59,14 @@ def s1(questions: Any = None, state: Any = "I was charged twice.", **extra: Any)
     return body
 
 
+def nested(depth: int) -> dict:
+    """A JSON object ``depth`` containers deep."""
+    data: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        data = {"next": data}
+    return data
+
+
 NOUL = {"type": "noul", "instructions": "Is this about billing?"}
 IMAGE_STATE = {"photo": "<image:abc>"}
 
@@ -117,6 +125,28 @@ MALFORMED: list[Case] = [
     Case(OPENAI, {"input": "hi", "questions": [pred()]}, 400, "model"),
     Case(OPENAI, oa(prompt_cache_options={"ttl": "1h"}), 400, "prompt_cache_options.ttl"),
     Case(OPENAI, oa(safety_identifier=7), 400, "safety_identifier"),
+    # Rules from the seeds (SGLang "Errors", its System One bullets, LiteLLM validation, the OpenAI SDK types)
+    Case(OPENAI, oa(questions=[pred(instructions=[])]), 400, "questions[0].instructions"),
+    Case(OPENAI, oa(questions=[pred(instructions=[{"type": "input_text", "text": " "},
+                                                  {"type": "input_text", "text": "\n"}])]),
+         400, "questions[0].instructions"),
+    Case(OPENAI, oa(input=[{"role": "user", "content": []}]), 400, "input[0].content"),
+    Case(OPENAI, oa(questions=[score(["low", "  ", "high"])]), 400, "questions[0].levels[1].label"),
+    Case(OPENAI, oa(questions=[score(["", "high"])]), 400, "questions[0].levels[0].label"),
+    Case(OPENAI, oa(questions=[choice(["billing", "two\nlines"])]), 400, "questions[0].choices[1].value"),
+    Case(OPENAI, oa(questions=[choice(["tab\there", "billing"])]), 400, "questions[0].choices[0].value"),
+    Case(OPENAI, oa(questions=[choice(["line\u2028separator", "billing"])]), 400, "questions[0].choices[0].value"),
+    Case(OPENAI, oa(questions=[choice(["Billing", "billing"])]), 400, "questions[0].choices[1].value"),
+    Case(OPENAI, oa(questions=[choice(["billing", "sales", " billing "])]), 400, "questions[0].choices[2].value"),
+    Case(OPENAI, oa(questions=[choice([True, "True"])]), 400, "questions[0].choices[1].value"),
+    Case(OPENAI, oa(input=user({"type": "input_json", "data": nested(33)})), 400, "input[0].content[0].data"),
+    Case(OPENAI, oa(input=user({"type": "input_json", "data": {"v": list(range(10_000))}})),
+         400, "input[0].content[0].data"),
+    Case(OPENAI, oa(input=user({"type": "input_json", "data": {"text": "x" * (256 * 1024)}})),
+         400, "input[0].content[0].data"),
+    Case(OPENAI, oa(questions=[pred(instructions=[{"type": "input_text", "text": "Is it?"},
+                                                  {"type": "input_json", "data": nested(40)}])]),
+         400, "questions[0].instructions[1].data"),
     # ---------------------------------------------------------------- System One (422, detail[].loc)
     Case(SYSTEMONE, s1(state=None), 422, "body.state"),
     Case(SYSTEMONE, s1(state=3.5), 422, "body.state"),
@@ -151,6 +181,25 @@ MALFORMED: list[Case] = [
     Case(SYSTEMONE, s1(questions={"urgency": {"type": "score", "criteria": {"low": 1}}}),
          422, "body.questions.urgency.score.criteria"),
     Case(SYSTEMONE, s1(questions={"dog": {"type": "box"}}), 422, "body.questions.dog.box.instructions"),
+    # Rules from the seeds (SGLang's System One bullets, MAX's notes, LiteLLM validation)
+    Case(SYSTEMONE, s1(questions={"urgency": {"type": "score", "criteria": ["low", None, "high"]}}),
+         422, "body.questions.urgency.score.criteria.1"),
+    Case(SYSTEMONE, s1(questions={"urgency": {"type": "score", "criteria": ["low", "   "]}}),
+         422, "body.questions.urgency.score.criteria.1"),
+    Case(SYSTEMONE, s1(questions={"urgency": {"type": "score", "criteria": [None]}}),
+         422, "body.questions.urgency.score.criteria.0"),
+    Case(SYSTEMONE, s1(questions={"tone": {"type": "choice", "criteria": {"calm": None, "two\nlines": None}}}),
+         422, "body.questions.tone.choice.criteria.two\nlines"),
+    Case(SYSTEMONE, s1(questions={"tone": {"type": "choice", "criteria": {"calm\x00": None, "angry": None}}}),
+         422, "body.questions.tone.choice.criteria.calm\x00"),
+    Case(SYSTEMONE, s1(questions={"tone": {"type": "choice", "criteria": {"Calm": None, "calm ": "upset"}}}),
+         422, "body.questions.tone.choice.criteria.calm "),
+    Case(SYSTEMONE, s1(temperature=0.5), 422, "body.temperature"),
+    Case(SYSTEMONE, s1(prompt_format_version=1), 422, "body.prompt_format_version"),
+    Case(SYSTEMONE, s1(return_prompt_token_ids=False), 422, "body.return_prompt_token_ids"),
+    Case(SYSTEMONE, s1(state=IMAGE_STATE, assets={"<image:abc>": {"type": "image", "format": "png",
+                                                                   "data_base64": ""}}),
+         422, "body.assets.<image:abc>"),
     Case(SYSTEMONE, s1(questions={"tone": {"type": "choice", "instruction": "Tone?", "criteria": {"calm": None}}}),
          422, "body.questions.tone.choice.instruction"),
     Case(SYSTEMONE, s1(questions={"urgency": {"type": "score", "criteria": ["low", "high"], "weight": 2}}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,9 +14,12 @@ from translators.ir import DecisionInput, DecisionRequest, Image, Level, Option,
 from translators.limits import DEFAULT_LIMITS, RequestLimits, count_problem
 from translators.openai_wire import DecisionCreateRequest
 from translators.wire_errors import describe
+from translators.wire_types import folded, has_control_character
 
 KINDS = {"predicate": "yes_no", "choice": "choice", "score": "score", "box": "box"}
 ACCEPTED_EXTRA = ("metadata", "user")  # accepted at the top level, kept in DecisionRequest.extra
+# What an input_json part may hold (openai ``DecisionInputJSON``): container levels, values, compact UTF-8 bytes.
+JSON_MAX_DEPTH, JSON_MAX_VALUES, JSON_MAX_BYTES = 32, 10_000, 256 * 1024
 
 
 def invalid(loc: tuple, message: str, code: str) -> RequestInvalid:
@@ -56,15 +60,43 @@ def _check_input(value: str | list) -> None:
         if isinstance(content, list) and not content:
             raise invalid(("input", i, "content"), f"input[{i}].content must not be an empty list.", "too_short")
         parts = [content] if isinstance(content, str) else content
-        for part in parts:
+        for j, part in enumerate(parts):
             if isinstance(part, str):
                 substance = substance or bool(part.strip())
-            elif part["type"] == "input_text":
-                substance = substance or bool(part["text"].strip())
             else:
-                substance = True
+                substance = substance or _has_substance(part)
+                if part["type"] == "input_json":
+                    _check_json(("input", i, "content", j, "data"), part["data"])
     if not substance:
         raise invalid(("input",), "input must contain some text, JSON or an image; every message is blank.", "blank")
+
+
+def _has_substance(part: dict) -> bool:
+    """A part that says something: non-blank text, an image, or JSON."""
+    return part["type"] != "input_text" or bool(part["text"].strip())
+
+
+def _check_json(loc: tuple, data: Any) -> None:
+    """OpenAI's bounds on input_json data: 32 container levels, 10,000 values, 256 KiB of compact UTF-8 JSON."""
+    param = format_param(loc)
+    values, deepest = 0, 0
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > JSON_MAX_DEPTH:
+                raise invalid(loc, f"{param} nests containers more than {JSON_MAX_DEPTH} levels deep; input_json "
+                                   f"data takes at most {JSON_MAX_DEPTH}.", "too_deep")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+        if values > JSON_MAX_VALUES:
+            raise invalid(loc, f"{param} holds more than {JSON_MAX_VALUES:,} values; input_json data takes at most "
+                               f"{JSON_MAX_VALUES:,}.", "too_long")
+    size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > JSON_MAX_BYTES:
+        raise invalid(loc, f"{param} is {size:,} bytes of compact JSON; input_json data takes at most 256 KiB "
+                           f"({JSON_MAX_BYTES:,} bytes).", "too_long")
 
 
 def _check_questions(questions: list[dict], limits: RequestLimits) -> None:
@@ -84,6 +116,13 @@ def _check_questions(questions: list[dict], limits: RequestLimits) -> None:
         if isinstance(instructions, list) and not instructions:
             raise invalid(("questions", i, "instructions"), f"{where}.instructions must not be an empty list.",
                           "too_short")
+        if isinstance(instructions, list):
+            if not any(_has_substance(part) for part in instructions):
+                raise invalid(("questions", i, "instructions"), f"{where}.instructions must not be blank; every "
+                                                                 "part is blank text.", "blank")
+            for j, part in enumerate(instructions):
+                if part["type"] == "input_json":
+                    _check_json(("questions", i, "instructions", j, "data"), part["data"])
         if question["type"] == "choice":
             problem = count_problem(f"{where}.choices", len(question["choices"]), low_choices, high_choices)
             if problem:
@@ -93,16 +132,24 @@ def _check_questions(questions: list[dict], limits: RequestLimits) -> None:
             problem = count_problem(f"{where}.levels", len(question["levels"]), low_levels, high_levels)
             if problem:
                 raise invalid(("questions", i, "levels"), problem, "count")
+            for j, level in enumerate(question["levels"]):
+                if not level["label"].strip():
+                    raise invalid(("questions", i, "levels", j, "label"),
+                                  f"{where}.levels[{j}].label must not be blank; every level needs a label.", "blank")
 
 
 def _check_unique_choices(i: int, choices: list[dict]) -> None:
     seen: dict[str, tuple[int, Any]] = {}
+    seen_folded: dict[str, tuple[int, Any]] = {}
     for j, choice in enumerate(choices):
         value = choice["value"]
         key = option_key(value)
         loc = ("questions", i, "choices", j, "value")
         if not key.strip():
             raise invalid(loc, f"questions[{i}].choices[{j}].value must not be blank.", "blank")
+        if has_control_character(key):
+            raise invalid(loc, f"questions[{i}].choices[{j}].value {value!r} must not contain control or line break "
+                               "characters.", "control_character")
         if key in seen:
             first, earlier = seen[key]
             if type(earlier) is not type(value):
@@ -111,7 +158,12 @@ def _check_unique_choices(i: int, choices: list[dict]) -> None:
                                    "cannot both be choices.", "duplicate")
             raise invalid(loc, f"questions[{i}].choices[{j}].value {value!r} repeats choices[{first}]; "
                                "choice values must be unique.", "duplicate")
+        if folded(key) in seen_folded:
+            first, earlier = seen_folded[folded(key)]
+            raise invalid(loc, f"questions[{i}].choices[{j}].value {value!r} repeats choices[{first}] ({earlier!r}) "
+                               "after trimming and case folding; choice values must be distinct.", "duplicate")
         seen[key] = (j, value)
+        seen_folded[folded(key)] = (j, value)
 
 
 def question_ids(questions: list[dict]) -> list[str]:

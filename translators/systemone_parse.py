@@ -17,9 +17,12 @@ from translators.ir import DecisionInput, DecisionRequest, Image, Level, Option,
 from translators.limits import DEFAULT_LIMITS, RequestLimits, count_problem
 from translators.systemone_wire import SystemOneRequest
 from translators.wire_errors import Loc, describe
+from translators.wire_types import folded, has_control_character
 
 KINDS = {"noul": "yes_no", "choice": "choice", "score": "score", "box": "box"}
 REQUEST_FIELDS = ("state", "model", "questions", "assets")
+# Fields of SGLang-style /v1/decisions that System One servers (SGLang's, MAX's) refuse unless null.
+DECISIONS_ONLY_FIELDS = ("temperature", "prompt_format_version", "return_prompt_token_ids")
 Parts = dict[str, tuple[str, bytes]]
 
 
@@ -89,6 +92,10 @@ def _check_top(body: dict, problems: Problems) -> None:
         problems.add(("body", "model"), "model must not be blank.", "blank")
     if isinstance(body["state"], str) and not body["state"].strip():
         problems.add(("body", "state"), "state must not be empty or blank.", "blank")
+    for name in DECISIONS_ONLY_FIELDS:
+        if body.get(name) is not None:
+            problems.add(("body", name), f"{name} belongs to SGLang-style /v1/decisions, not to System One; "
+                                         "remove it.", "unknown_field")
 
 
 def _check_questions(questions: dict, limits: RequestLimits, problems: Problems) -> None:
@@ -117,13 +124,32 @@ def _check_questions(questions: dict, limits: RequestLimits, problems: Problems)
             problem = count_problem(f"{where}.criteria", len(labels), low_choices, high_choices)
             if problem:
                 problems.add(base + ("criteria",), problem, "count")
-            for label in labels:
-                if not label.strip():
-                    problems.add(base + ("criteria", label), f"{where}.criteria labels must not be blank.", "blank")
+            _check_labels(where, base + ("criteria",), labels, problems)
         elif kind == "score":
             problem = count_problem(f"{where}.criteria", len(question["criteria"]), low_levels, high_levels)
             if problem:
                 problems.add(base + ("criteria",), problem, "count")
+            for j, level in enumerate(question["criteria"]):
+                if _blank(level):
+                    shown = "null" if level is None else "blank"
+                    problems.add(base + ("criteria", j), f"{where}.criteria[{j}] is {shown}; every level needs a "
+                                                         "description (a string, an object or an array).", "blank")
+
+
+def _check_labels(where: str, loc: Loc, labels: dict, problems: Problems) -> None:
+    """Choice labels: not blank, one line without control characters, distinct after trimming and case folding."""
+    seen: dict[str, str] = {}
+    for label in labels:
+        if not label.strip():
+            problems.add(loc + (label,), f"{where}.criteria labels must not be blank.", "blank")
+        elif has_control_character(label):
+            problems.add(loc + (label,), f"{where}.criteria label {label!r} must not contain control or line break "
+                                         "characters.", "control_character")
+        elif folded(label) in seen:
+            problems.add(loc + (label,), f"{where}.criteria label {label!r} repeats {seen[folded(label)]!r} after "
+                                         "trimming and case folding; labels must be distinct.", "duplicate")
+        else:
+            seen[folded(label)] = label
 
 
 def _assets(body: dict, parts: Parts, problems: Problems) -> dict[str, Image]:

@@ -1,7 +1,9 @@
-"""Small pydantic building blocks shared by the wire schemas: tagged unions with readable errors."""
+"""Small pydantic building blocks shared by the wire schemas: tagged unions with readable errors,
+and the rules both wires apply to choice labels."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag
@@ -54,3 +56,21 @@ def by_kind(description: str, **members: Any) -> Any:
         return options[0]
     return Annotated[Union[options], Discriminator(  # type: ignore[valid-type]
         json_kind, custom_error_type="wrong_kind", custom_error_message=f"must be {description}")]
+
+
+# ------------------------------------------------------------------------- choice label rules
+# SGLang's and MAX's rules for option names (the bundled backend applies them too, through
+# translators.sglang), checked by the gateway on both wires: a label is one line of a prompt and the
+# key of its answer, so it may not break a line, and two labels that differ only in case or
+# surrounding spaces cannot be told apart.
+
+
+def has_control_character(text: str) -> bool:
+    """Whether ``text`` holds a control character (Unicode Cc: tab, newline, NUL, ...) or a line or
+    paragraph separator (U+2028, U+2029)."""
+    return any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text)
+
+
+def folded(text: str) -> str:
+    """A label as compared for distinctness: trimmed and case folded."""
+    return text.strip().casefold()

@@ -16,6 +16,7 @@ from translators.content import json_text
 from translators.errors import Unsupported
 from translators.ir import option_key
 from translators.normalize import normalise_result
+from translators.wire_types import folded
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -26,6 +27,9 @@ leaf = st.none() | st.booleans() | st.integers(-5, 5) | text
 json_value = st.recursive(leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3),
                           max_leaves=6)
 content = text | st.dictionaries(keys, json_value, min_size=1, max_size=3) | st.lists(json_value, min_size=1, max_size=3)
+# Choice labels: one line, distinct after trimming and case folding (both wires refuse anything else).
+labels = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")),
+                 min_size=1, max_size=10).filter(lambda s: bool(s.strip()))
 
 
 @st.composite
@@ -39,7 +43,8 @@ def s1_question(draw) -> dict:
         question = {"type": "noul", "criteria": {"true": yes, "false": no}}
     elif kind == "choice":
         question = {"type": "choice",
-                    "criteria": draw(st.dictionaries(text, content | st.none(), min_size=1, max_size=5))}
+                    "criteria": dict(draw(st.lists(st.tuples(labels, content | st.none()), min_size=1, max_size=5,
+                                                   unique_by=lambda item: folded(item[0]))))}
     else:
         question = {"type": "score", "criteria": draw(st.lists(content, min_size=1, max_size=6))}
     if kind in ("choice", "score") and draw(st.booleans()):
@@ -60,7 +65,8 @@ def oa_question(draw) -> dict:
     question: dict[str, Any] = {"type": kind, "instructions": draw(text | st.lists(
         st.builds(lambda t: {"type": "input_text", "text": t}, text), min_size=1, max_size=2))}
     if kind == "choice":
-        values = draw(st.lists(text | st.booleans(), min_size=2, max_size=6, unique_by=option_key))
+        values = draw(st.lists(labels | st.booleans(), min_size=2, max_size=6,
+                               unique_by=lambda v: folded(option_key(v))))
         question["choices"] = [{"value": v, **({"description": d} if (d := draw(st.none() | text)) else {})}
                                for v in values]
     elif kind == "score":
