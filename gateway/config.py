@@ -213,12 +213,10 @@ def _split_model(model: str, where: str) -> tuple[str, str]:
 
 
 def _provider_params(provider: str) -> frozenset[str]:
-    """Extra litellm_params a provider declares (``params`` or ``known_params`` on its class)."""
+    """Extra litellm_params the provider reads (``known_params`` on its class)."""
     from providers import registry
 
-    cls = registry.PROVIDERS.get(provider)
-    declared = getattr(cls, "known_params", None) or getattr(cls, "params", None) or ()
-    return frozenset(p for p in declared if isinstance(p, str))
+    return registry.PROVIDERS[provider].known_params
 
 
 def _resolve_provider_defaults(dep: Deployment, environ: Mapping[str, str], where: str) -> Deployment:

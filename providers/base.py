@@ -6,9 +6,12 @@ in-process backend for ``local/``) and hands the ``UpstreamResponse`` back to th
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from translators.errors import DecisionError
 from translators.ir import DecisionRequest, DecisionResult
 
 
@@ -85,9 +88,81 @@ class UpstreamResponse:
 
 
 class Provider(Protocol):
-    name: ClassVar[str]
-    limits: Limits
+    """Every hook the gateway calls on a provider. ``ProviderBase`` gives each one a default."""
+
+    name: ClassVar[str]  # the prefix of ``provider/model``
+    label: ClassVar[str]  # how messages name the upstream ("TypeSafe", "OpenAI", ...)
+    limits: Limits  # what the upstream accepts, before a deployment's overrides
+    inline_images_only: ClassVar[bool]  # public image URLs are refused (the gateway downloads nothing)
+    known_params: ClassVar[frozenset[str]]  # litellm_params this provider reads beyond the shared ones
+
+    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+        """(api_key, api_base) for a deployment: its own values, else the environment's, else the default base."""
+        ...
+
+    def request_limits(self, limits: Limits, req: DecisionRequest, dep: Deployment) -> Limits:
+        """The deployment's ``limits`` as they apply to this request (a header may lift one)."""
+        ...
 
     def build_request(self, req: DecisionRequest, dep: Deployment) -> UpstreamRequest: ...
 
+    def parse_response(self, resp: UpstreamResponse, req: DecisionRequest, dep: Deployment) -> DecisionResult: ...
+
+
+def first_env(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` set to a non-blank value in ``environ``, stripped."""
+    for name in names:
+        value = (environ.get(name) or "").strip()
+        if value:
+            return value
+    return None
+
+
+class ProviderBase(ABC):
+    """The defaults of every ``Provider`` hook; a provider sets class attributes and overrides what differs.
+
+    Credentials: the deployment's ``api_key`` / ``api_base`` win, then the first set variable of
+    ``api_key_envs`` / ``api_base_envs``, then ``default_api_base``. A self-hosted server
+    (``env_key_for_env_base_only``) gets the environment's key only when it is called at the
+    environment's own base, so a caller-supplied ``api_base`` cannot collect it.
+    """
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    limits: Limits = Limits()
+    inline_images_only: ClassVar[bool] = True
+    known_params: ClassVar[frozenset[str]] = frozenset()
+    default_api_base: ClassVar[str | None] = None
+    api_key_envs: ClassVar[tuple[str, ...]] = ()
+    api_base_envs: ClassVar[tuple[str, ...]] = ()
+    env_key_for_env_base_only: ClassVar[bool] = False
+
+    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
+        env_base = first_env(environ, self.api_base_envs)
+        api_base = dep.api_base or env_base or self.default_api_base
+        if not self.env_key_for_env_base_only:
+            return dep.api_key or first_env(environ, self.api_key_envs), api_base
+        api_key = dep.api_key
+        if api_key is None and api_base and env_base and api_base.rstrip("/") == env_base.rstrip("/"):
+            api_key = first_env(environ, self.api_key_envs)
+        return api_key, api_base
+
+    def request_limits(self, limits: Limits, req: DecisionRequest, dep: Deployment) -> Limits:
+        return limits
+
+    def require_base(self, dep: Deployment) -> str:
+        """The deployment's ``api_base``, or a 400 naming the settings that give one."""
+        if not dep.api_base:
+            names = " or ".join(self.api_base_envs) or "api_base"
+            raise DecisionError(
+                status=400,
+                message=f"{self.label} needs a server address: set {names} or the deployment's api_base.",
+                loc=("model",), type="invalid_request_error", code="missing_api_base",
+            )
+        return dep.api_base
+
+    @abstractmethod
+    def build_request(self, req: DecisionRequest, dep: Deployment) -> UpstreamRequest: ...
+
+    @abstractmethod
     def parse_response(self, resp: UpstreamResponse, req: DecisionRequest, dep: Deployment) -> DecisionResult: ...

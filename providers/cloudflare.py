@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from providers import images as image_shapes
-from providers.base import Deployment, Limits, UpstreamResponse
-from providers.systemone_base import SystemOneProvider, first_env
+from providers.base import Deployment, Limits, UpstreamResponse, first_env
+from providers.http_json import HttpJsonProvider
 from providers.upstream_errors import decode_body, upstream_error
+from translators.content import without_refs
 from translators.errors import DecisionError, UpstreamError
-from translators.ir import DecisionRequest
+from translators.images import data_url
+from translators.ir import DecisionRequest, DecisionResult
 
 DEFAULT_BASE = "https://api.cloudflare.com/client/v4/accounts/{account}/ai/run"
 MODEL_PREFIX = "@cf/cloudflare/"
@@ -38,12 +39,13 @@ def expand_model(model: str) -> str:
     return model if model.startswith("@cf/") else MODEL_PREFIX + model
 
 
-class CloudflareProvider(SystemOneProvider):
+class CloudflareProvider(HttpJsonProvider):
     name = "cloudflare"
     label = "Cloudflare Workers AI"
     default_api_base = None
     api_key_envs = ("CLOUDFLARE_API_KEY", "CLOUDFLARE_API_TOKEN")
     api_base_envs = ("CLOUDFLARE_API_BASE",)
+    known_params = frozenset({"account_id"})
     limits = Limits(
         max_questions=64, min_options=2, max_options=255, min_levels=2, max_levels=10,
         max_images=4, image_formats=("png", "jpeg", "webp"), max_context_tokens=65_536, box=False,
@@ -81,9 +83,10 @@ class CloudflareProvider(SystemOneProvider):
     def upstream_model(self, dep: Deployment) -> str:
         return expand_model(dep.model).rsplit("/", 1)[-1]
 
-    def place_images(self, body: dict, req: DecisionRequest, dep: Deployment) -> dict:
-        body["state"] = image_shapes.without_refs(body.get("state"), set(req.input.images))
-        body["images"] = [image_shapes.data_url(image) for image in req.input.images.values()]
+    def place_images(self, body: dict[str, Any], req: DecisionRequest, dep: Deployment) -> dict[str, Any]:
+        body.pop("assets", None)
+        body["state"] = without_refs(body.get("state"), set(req.input.images))
+        body["images"] = [data_url(image) for image in req.input.images.values()]
         return body
 
     def unwrap(self, payload: Any) -> Any:
@@ -102,7 +105,7 @@ class CloudflareProvider(SystemOneProvider):
         return upstream_error(self.name, resp, label=self.label, secrets=self.secrets(dep), payload=payload,
                               status=status, code=str(code) if code is not None else None, retryable=retryable)
 
-    def parse_response(self, resp, req, dep):
+    def parse_response(self, resp: UpstreamResponse, req: DecisionRequest, dep: Deployment) -> DecisionResult:
         if 200 <= resp.status < 300:
             payload = decode_body(resp.body)
             if isinstance(payload, dict) and payload.get("success") is False:

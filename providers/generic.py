@@ -7,10 +7,10 @@ Such servers' limits are unknown, so none are assumed; set them per deployment i
 from __future__ import annotations
 
 from providers.base import Limits
-from providers.systemone_base import SystemOneProvider
+from providers.http_json import HttpJsonProvider
 
 
-class GenericSystemOneProvider(SystemOneProvider):
+class GenericSystemOneProvider(HttpJsonProvider):
     name = "systemone"
     label = "System One server"
     api_key_envs = ("SYSTEMONE_API_KEY",)

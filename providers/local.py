@@ -12,7 +12,6 @@ empty state, a choice of 1 or more than 26 options, a score of 1 level) goes to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 from urllib.parse import quote
 
@@ -52,9 +51,6 @@ class LocalProvider(SGLangProvider):
     # Choices beyond 26 options get two-letter labels, each checked to be one token for the served model.
     limits: Limits = Limits(max_questions=256, min_options=1, max_options=255, min_levels=1, max_levels=10,
                             max_images=0, box=False)
-
-    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-        return dep.api_key, dep.api_base
 
     def url(self, dep: Deployment, path: str | None = None) -> str:
         return f"local://{quote(dep.model or 'default', safe='')}{path or self.path}"

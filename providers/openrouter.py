@@ -7,19 +7,19 @@ Images go as base64 ``assets``; the call's price is the response's ``usage.cost`
 
 from __future__ import annotations
 
-from providers import images as image_shapes
 from providers.base import Deployment, Limits
-from providers.systemone_base import SystemOneProvider
+from providers.http_json import HttpJsonProvider
 from translators.ir import DecisionRequest
 
 
-class OpenRouterProvider(SystemOneProvider):
+class OpenRouterProvider(HttpJsonProvider):
     name = "openrouter"
     label = "OpenRouter"
     path = "/alpha/decisions"
     default_api_base = "https://openrouter.ai/api"
     api_key_envs = ("OPENROUTER_API_KEY",)
     api_base_envs = ("OPENROUTER_API_BASE",)
+    known_params = frozenset({"provider", "http_referer", "app_title"})
     limits = Limits(
         max_questions=None, min_options=1, max_options=255, min_levels=1, max_levels=None,
         max_images=None, image_formats=("png", "jpeg"), max_context_tokens=None, box=False,
@@ -47,6 +47,3 @@ class OpenRouterProvider(SystemOneProvider):
             body["provider"] = routing
         return body
 
-    def place_images(self, body: dict, req: DecisionRequest, dep: Deployment) -> dict:
-        body["assets"] = image_shapes.base64_assets(req)
-        return body

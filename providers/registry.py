@@ -7,7 +7,7 @@ module exists and ``import providers.registry`` stays cheap.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import cache
 
@@ -30,15 +30,15 @@ PROVIDER_PATHS: dict[str, str] = {
 }
 
 
-class _LazyProviders(Mapping):
+class _LazyProviders(Mapping[str, "type[Provider]"]):
     """``PROVIDERS[name]`` imports the provider class on first use."""
 
-    def __getitem__(self, name: str) -> type:
+    def __getitem__(self, name: str) -> type[Provider]:
         if name not in PROVIDER_PATHS:
             raise KeyError(name)
         return _load_class(name)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(PROVIDER_PATHS)
 
     def __len__(self) -> int:
@@ -48,13 +48,14 @@ class _LazyProviders(Mapping):
         return name in PROVIDER_PATHS
 
 
-PROVIDERS: Mapping[str, type] = _LazyProviders()
+PROVIDERS: Mapping[str, type[Provider]] = _LazyProviders()
 
 
 @cache
-def _load_class(name: str) -> type:
+def _load_class(name: str) -> type[Provider]:
     module_name, _, class_name = PROVIDER_PATHS[name].partition(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    cls: type[Provider] = getattr(importlib.import_module(module_name), class_name)
+    return cls
 
 
 def known_providers() -> str:
@@ -104,10 +105,7 @@ def resolve(dep: Deployment, environ: Mapping[str, str]) -> Deployment:
         provider = get_provider(dep.provider)
     except ImportError:  # a provider module not installed yet (sglang/local come from the backend)
         return dep
-    resolver = getattr(provider, "resolve_credentials", None)
-    if resolver is None:
-        return dep
-    api_key, api_base = resolver(dep, environ)
+    api_key, api_base = provider.resolve_credentials(dep, environ)
     if api_key == dep.api_key and api_base == dep.api_base:
         return dep
     return replace(dep, api_key=api_key, api_base=api_base)

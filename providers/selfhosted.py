@@ -11,11 +11,10 @@ are stripped. A Nimble server on Modal takes the deployment's ``modal_key`` / ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from providers.base import Deployment, Limits
-from providers.systemone_base import SystemOneProvider, first_env
+from providers.http_json import HttpJsonProvider
 from translators.ir import DecisionRequest
 
 ANSWER_FIELDS = {
@@ -27,16 +26,9 @@ ANSWER_FIELDS = {
 USAGE_FIELDS = ("input_tokens", "output_tokens")
 
 
-class SelfHostedProvider(SystemOneProvider):
+class SelfHostedProvider(HttpJsonProvider):
     api_key_required = False
-
-    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-        env_base = first_env(environ, self.api_base_envs)
-        api_base = dep.api_base or env_base
-        api_key = dep.api_key
-        if api_key is None and api_base and env_base and api_base.rstrip("/") == env_base.rstrip("/"):
-            api_key = first_env(environ, self.api_key_envs)
-        return api_key, api_base
+    env_key_for_env_base_only = True
 
 
 class LayaProvider(SelfHostedProvider):
@@ -55,6 +47,7 @@ class BespokeProvider(SelfHostedProvider):
     label = "Bespoke Nimble"
     api_key_envs = ("BESPOKE_API_KEY",)
     api_base_envs = ("BESPOKE_API_BASE",)
+    known_params = frozenset({"modal_key", "modal_secret"})
     limits = Limits(
         max_questions=64, min_options=2, max_options=26, min_levels=2, max_levels=26,
         max_images=0, max_context_tokens=8_192, box=False,
@@ -70,11 +63,12 @@ class BespokeProvider(SelfHostedProvider):
         return (*super().secrets(dep), *(str(params[key]) for key in self.modal_headers if params.get(key)))
 
 
-def jev_strict(payload: dict) -> dict:
-    """A Laya response reduced to the plain System One / Jev contract."""
-    answers = {}
-    for key, answer in (payload.get("answers") or {}).items():
-        answers[key] = jev_answer(answer) if isinstance(answer, dict) else answer
+def jev_strict(payload: dict[str, Any]) -> dict[str, Any]:
+    """A Laya response reduced to the plain System One / Jev contract (answers that are not an object
+    are left for the translator to refuse)."""
+    answers = payload.get("answers")
+    if isinstance(answers, dict):
+        answers = {key: jev_answer(answer) if isinstance(answer, dict) else answer for key, answer in answers.items()}
     out: dict[str, Any] = {"model": payload.get("model"), "answers": answers}
     usage = payload.get("usage")
     if isinstance(usage, dict):

@@ -8,35 +8,28 @@ message (it names the question) behind the provider's name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from providers.base import Deployment, Limits, UpstreamRequest, UpstreamResponse
-from providers.systemone_base import first_env, join_url
+from providers.base import Deployment, Limits, ProviderBase, UpstreamRequest, UpstreamResponse
+from providers.http_json import join_url
 from providers.upstream_errors import decode_body, unusable_body, upstream_error
 from translators import sglang as wire
 from translators.errors import DecisionError, UpstreamError
 from translators.ir import DecisionRequest, DecisionResult
 
 
-class SGLangProvider:
+class SGLangProvider(ProviderBase):
     name: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     path: ClassVar[str] = "/v1/decisions"
     api_key_envs: ClassVar[tuple[str, ...]] = ("SGLANG_API_KEY",)
     api_base_envs: ClassVar[tuple[str, ...]] = ("SGLANG_API_BASE",)
+    env_key_for_env_base_only: ClassVar[bool] = True  # a self-hosted server: the env key goes only to the env's base
+    known_params: ClassVar[frozenset[str]] = frozenset({"prompt_format_version"})
     default_prompt_format_version: ClassVar[int | None] = 1
     # SGLang's wire: 2..26 options, 2..10 levels, text only; MAX takes at most 64 questions.
     limits: Limits = Limits(max_questions=64, min_options=2, max_options=26, min_levels=2, max_levels=10,
                             max_images=0, box=False)
-
-    def resolve_credentials(self, dep: Deployment, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-        env_base = first_env(environ, self.api_base_envs)
-        api_base = dep.api_base or env_base
-        api_key = dep.api_key
-        if api_key is None and api_base and env_base and api_base.rstrip("/") == env_base.rstrip("/"):
-            api_key = first_env(environ, self.api_key_envs)  # the env key goes only to the env's own server
-        return api_key, api_base
 
     def prompt_format_version(self, dep: Deployment) -> int | None:
         value = dep.params.get("prompt_format_version", self.default_prompt_format_version)
@@ -49,11 +42,7 @@ class SGLangProvider:
                                 f"an integer, not {value!r}", loc=("model",), code="invalid_deployment") from None
 
     def url(self, dep: Deployment) -> str:
-        if not dep.api_base:
-            raise DecisionError(status=400, message=f"{self.label} needs a server address: set "
-                                f"{' or '.join(self.api_base_envs)} or the deployment's api_base.",
-                                loc=("model",), code="missing_api_base")
-        return join_url(dep.api_base, self.path)
+        return join_url(self.require_base(dep), self.path)
 
     def headers(self, dep: Deployment) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

@@ -7,11 +7,11 @@ Its top-level ``latency_ms`` is dropped.
 from __future__ import annotations
 
 from providers.base import Limits
-from providers.systemone_base import SystemOneProvider
+from providers.http_json import HttpJsonProvider
 from translators.ir import DecisionRequest
 
 
-class StrandsDeciderProvider(SystemOneProvider):
+class StrandsDeciderProvider(HttpJsonProvider):
     name = "strands_decider"
     label = "Strands Decider"
     api_key_envs = ("STRANDS_DECIDER_API_KEY",)

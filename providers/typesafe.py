@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from providers import images as image_shapes
 from providers import multipart
 from providers.base import Deployment, Limits, UpstreamRequest
-from providers.systemone_base import DANGER_ZONE_PREFIX, SystemOneProvider
+from providers.http_json import DANGER_ZONE_PREFIX, HttpJsonProvider
 from translators.ir import DecisionRequest
 
 IMAGES_HEADER = "TypeSafe-Danger-Zone-Images"
@@ -46,22 +45,22 @@ def configured_danger_zone(dep: Deployment | None) -> dict[str, str]:
     return out
 
 
-class TypeSafeProvider(SystemOneProvider):
+class TypeSafeProvider(HttpJsonProvider):
     name = "typesafe"
     label = "TypeSafe"
     default_api_base = "https://api.typesafe.ai"
     api_key_envs = ("TYPESAFE_API_KEY",)
     api_base_envs = ("TYPESAFE_API_BASE", "TYPESAFE_BASE_URL")
     takes_danger_zone_headers = True
+    known_params = frozenset({"danger_zone", "asset_transport"})
     limits = Limits(
         max_questions=None, min_options=1, max_options=None, min_levels=1, max_levels=None,
         max_images=None, image_formats=("png", "jpeg"), max_context_tokens=65_536, box=True,
     )
 
-    def request_limits(self, limits: Limits, req: DecisionRequest, dep: Deployment | None = None) -> Limits:
+    def request_limits(self, limits: Limits, req: DecisionRequest, dep: Deployment) -> Limits:
         """The long-context header (the caller's or the deployment's) lifts the request token limit."""
-        sent = {**(self.configured_headers(dep) if dep is not None else {}), **configured_danger_zone(dep),
-                **danger_zone_headers(req)}
+        sent = {**self.configured_headers(dep), **configured_danger_zone(dep), **danger_zone_headers(req)}
         asked = {k.lower(): v for k, v in sent.items()}
         if str(asked.get(LONG_CONTEXT_HEADER, "")).lower() == "true" and limits.max_context_tokens:
             return replace(limits, max_context_tokens=max(limits.max_context_tokens, LONG_CONTEXT_TOKENS))
@@ -74,9 +73,6 @@ class TypeSafeProvider(SystemOneProvider):
             headers[IMAGES_HEADER] = "true"
         return headers
 
-    def place_images(self, body: dict, req: DecisionRequest, dep: Deployment) -> dict:
-        body["assets"] = image_shapes.base64_assets(req)
-        return body
 
     def build_request(self, req: DecisionRequest, dep: Deployment) -> UpstreamRequest:
         request = super().build_request(req, dep)

@@ -84,3 +84,11 @@ def split_on_refs(text: str, refs: list[str]) -> list[tuple[str, str]]:
     if rest.strip():
         pieces.append(("text", rest))
     return pieces
+
+
+def without_refs(state: Any, refs: set[str]) -> Any:
+    """A text state with its image-ref segments removed (for upstreams that take images apart from the
+    state); any other state unchanged."""
+    if not isinstance(state, str) or not refs:
+        return state
+    return SEGMENT_SEPARATOR.join(seg for seg in state.split(SEGMENT_SEPARATOR) if seg.strip() not in refs)

@@ -79,11 +79,12 @@ def image_from_url(image_url: str, detail: str | None = None) -> Image:
 
 
 def data_url(image: Image) -> str:
-    """A ``data:`` URL for an inline image, or its public URL."""
+    """A ``data:`` URL for an inline image (media type in lower case), or its public URL."""
     if image.data is None:
         return image.url or ""
-    return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+    return f"data:{image.media_type.lower()};base64,{base64_text(image)}"
 
 
 def base64_text(image: Image) -> str:
+    """The image's bytes in standard base64, without a ``data:`` prefix."""
     return base64.b64encode(image.data or b"").decode("ascii")
