@@ -7,10 +7,12 @@ release_date}``); Nimble requires both lists. Each model also reports its provid
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from gateway.config import GatewayConfig
+from gateway.registry import ModelRegistry
 from gateway.state import GatewayState
 from providers.base import Deployment
 
@@ -23,7 +25,7 @@ UNKNOWN_RELEASE_DATE = "1970-01-01"
 @router.get("/models", include_in_schema=False)
 async def list_models(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
-    return JSONResponse(models_body(state.config))
+    return JSONResponse(models_body(state.registry))
 
 
 @router.get("/health/liveliness")
@@ -37,8 +39,8 @@ async def readiness(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
     client_ready, loaded = state.upstream.started, state.models_loaded
     ready = client_ready and loaded
-    body = {"status": "healthy" if ready else "starting", "models": len(state.config.model_names),
-            "deployments": len(state.config.deployments), "upstream_client": "ready" if client_ready else "closed",
+    body = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
+            "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
             "local_models": "loaded" if loaded else "loading"}
     failed = state.warmup.result() if loaded and state.warmup is not None and not state.warmup.cancelled() else {}
     if failed:
@@ -46,12 +48,12 @@ async def readiness(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ready else 503)
 
 
-def models_body(config: GatewayConfig) -> dict:
+def models_body(registry: ModelRegistry) -> dict:
     data, models = [], []
-    for name in config.model_names:
-        group = config.group(name)
+    for name in registry.names:
+        group = registry.group(name)
         first = group[0]
-        limits = provider_limits(first)
+        limits = registry.limits(first).as_dict()
         info = first.model_info or {}
         data.append({
             "id": name, "object": "model", "created": _created(info.get("created")), "owned_by": first.provider,
@@ -71,14 +73,6 @@ def _created(value) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def describe(group: list[Deployment]) -> str:
+def describe(group: Sequence[Deployment]) -> str:
     targets = ", ".join(f"{dep.provider}/{dep.model}" for dep in group)
     return f"Decision model served by {targets}."
-
-
-def provider_limits(dep: Deployment) -> dict:
-    """The provider's limits with the deployment's overrides (``model_info``, ``limits``)."""
-    from providers.limits import limits_for
-    from providers.registry import get_provider
-
-    return limits_for(get_provider(dep.provider).limits, dep).as_dict()

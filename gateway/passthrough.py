@@ -1,16 +1,19 @@
-"""Pass-through routes: raw requests relayed to one upstream with the key from the environment.
+"""Pass-through routes: raw requests relayed to one upstream, through the pipeline's relay steps.
 
 * ``POST /laya/v1/systemone``, ``POST /bespoke/v1/systemone``: System One requests to the
   configured Laya or Nimble server (``LAYA_API_BASE`` / ``LAYA_API_KEY``, ``BESPOKE_API_BASE`` /
   ``BESPOKE_API_KEY``); an unset base answers 503 naming the setting.
-* ``/typesafe/{path}`` (any method): to ``TYPESAFE_API_BASE`` or https://api.typesafe.ai with
+* ``/typesafe/{path}``: to ``TYPESAFE_API_BASE`` or https://api.typesafe.ai with
   ``Authorization: Bearer $TYPESAFE_API_KEY``. A successful decision's cost (from the response
   ``usage``, cached tokens priced as such; gateway/cost.py) is sent in ``x-decisions-response-cost``
   and logged.
 
-The upstream's status and body come back as they are (except the gateway's key, blanked out should
-an upstream echo it); gateway-side failures (not configured, unreachable) answer in System One's
-``{"detail": {...}}`` envelope.
+Settings are read once, when the gateway starts (``PassthroughSettings``). Requests go through
+``Pipeline.run`` with the steps ``relay`` and ``settle``, so the record step (and what later joins
+it: auth, spend, metrics) covers them as it covers the decision routes. The upstream's status and
+body come back as they are (except the gateway's key, blanked out should an upstream echo it);
+gateway-side failures (not configured, unreachable) answer in System One's ``{"detail": {...}}``
+envelope.
 """
 
 from __future__ import annotations
@@ -19,19 +22,23 @@ import json
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from gateway.cost import format_cost, response_cost
+from gateway.pipeline import Pipeline, RequestContext, Step
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
+from providers.systemone_base import join_url
+from translators import systemone as systemone_wire
 from translators.errors import DecisionError, UpstreamError
 
 log = logging.getLogger("gateway.passthrough")
 
-router = APIRouter()
-
 TYPESAFE_DEFAULT_BASE = "https://api.typesafe.ai"
+TYPESAFE_DEFAULT_MODEL = "jev-latest"
 COST_HEADER = "x-decisions-response-cost"
 PASSTHROUGH_TIMEOUT_S = 120.0
 # Client headers never relayed upstream: the gateway's own auth, hop-by-hop and length headers.
@@ -41,10 +48,44 @@ DROPPED_REQUEST_HEADERS = frozenset({
 })
 RELAYED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms",
                             "x-typesafe-request-id", "x-request-id")
-SELF_HOSTED = {
-    "laya": ("Laya", "LAYA_API_BASE", "LAYA_API_KEY"),
-    "bespoke": ("Bespoke Nimble", "BESPOKE_API_BASE", "BESPOKE_API_KEY"),
-}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one pass-through goes: its provider name, label, base URL and key (None: no key)."""
+
+    provider: str
+    label: str
+    base: str | None
+    key: str | None
+    missing: str | None = None  # the sentence for a 503 when the target is not configured
+
+
+@dataclass(frozen=True)
+class PassthroughSettings:
+    """The pass-through targets, read from the environment once at start."""
+
+    typesafe: Target
+    laya: Target
+    bespoke: Target
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "PassthroughSettings":
+        env = os.environ if environ is None else environ
+        typesafe_key = _env(env, "TYPESAFE_API_KEY")
+        return cls(
+            typesafe=Target("typesafe", "TypeSafe", _env(env, "TYPESAFE_API_BASE") or TYPESAFE_DEFAULT_BASE,
+                            typesafe_key, None if typesafe_key else
+                            "The TypeSafe pass-through is not configured: set TYPESAFE_API_KEY."),
+            laya=_self_hosted(env, "laya", "Laya", "LAYA_API_BASE", "LAYA_API_KEY"),
+            bespoke=_self_hosted(env, "bespoke", "Bespoke Nimble", "BESPOKE_API_BASE", "BESPOKE_API_KEY"),
+        )
+
+
+def _self_hosted(env: Mapping[str, str], provider: str, label: str, base_env: str, key_env: str) -> Target:
+    base = _env(env, base_env)
+    return Target(provider, label, base, _env(env, key_env),
+                  None if base else f"{label} is not configured: set {base_env} to the server's address.")
 
 
 class NotConfigured(DecisionError):
@@ -52,37 +93,82 @@ class NotConfigured(DecisionError):
         super().__init__(status=503, message=message, type="service_unavailable_error", code="not_configured")
 
 
-@router.post("/laya/v1/systemone", include_in_schema=False)
+# ---- routes ---------------------------------------------------------------------------------------
+
+
 async def laya_systemone(request: Request) -> Response:
-    return await _self_hosted(request, "laya")
+    target = request.app.state.gateway.passthrough.laya
+    return await _passthrough(request, target, lambda base: join_url(base, "/v1/systemone"))
 
 
-@router.post("/bespoke/v1/systemone", include_in_schema=False)
 async def bespoke_systemone(request: Request) -> Response:
-    return await _self_hosted(request, "bespoke")
+    target = request.app.state.gateway.passthrough.bespoke
+    return await _passthrough(request, target, lambda base: join_url(base, "/v1/systemone"))
 
 
-@router.api_route("/typesafe/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                  include_in_schema=False)
-async def typesafe_passthrough(path: str, request: Request) -> Response:
-    try:
-        key = _env("TYPESAFE_API_KEY")
-        if not key:
-            raise NotConfigured("The TypeSafe pass-through is not configured: set TYPESAFE_API_KEY.")
-        base = _env("TYPESAFE_API_BASE") or TYPESAFE_DEFAULT_BASE
-        url = typesafe_url(base, path)
-        if request.url.query:
-            url += "?" + request.url.query
-        resp = await _relay(request, url, key, "typesafe")
-    except DecisionError as err:
-        return _error(err)
-    headers = _relayed_headers(resp)
-    cost = typesafe_cost(resp, requested_model(await request.body())) if request.method == "POST" else None
-    if cost is not None:
-        headers[COST_HEADER] = format_cost(cost)
-        log.info("typesafe pass-through %s %s: status %s, cost %s", request.method, "/" + path, resp.status,
-                 headers[COST_HEADER])
-    return Response(content=without_key(resp.body, key), status_code=resp.status, headers=headers)
+async def typesafe_passthrough(request: Request) -> Response:
+    target = request.app.state.gateway.passthrough.typesafe
+    path, query = request.path_params["path"], request.url.query
+    return await _passthrough(request, target, lambda base: typesafe_url(base, path) + (f"?{query}" if query else ""),
+                              priced=request.method == "POST")
+
+
+ROUTES = [
+    Route("/laya/v1/systemone", laya_systemone, methods=["POST"], include_in_schema=False),
+    Route("/bespoke/v1/systemone", bespoke_systemone, methods=["POST"], include_in_schema=False),
+    Route("/typesafe/{path:path}", typesafe_passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+          include_in_schema=False),
+]
+
+
+async def _passthrough(request: Request, target: Target, url_for, *, priced: bool = False) -> Response:
+    pipeline: Pipeline = request.app.state.gateway.pipeline
+    ctx = RequestContext(request_id=request.scope["state"]["request_id"], route=request.url.path,
+                         wire=systemone_wire, raw=await request.body(),
+                         content_type=request.headers.get("content-type"),
+                         content_encoding=request.headers.get("content-encoding"))
+    ctx.extra.update(target=target, url_for=url_for, method=request.method, client_headers=request.headers)
+    await pipeline.run(ctx, PRICED_RELAY_STEPS if priced else RELAY_STEPS)
+    return Response(content=ctx.content, status_code=ctx.status, headers=ctx.headers)
+
+
+# ---- steps ------------------------------------------------------------------------------------------
+
+
+async def relay(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """Send the caller's request, as it came, to the target with the gateway's key."""
+    target: Target = ctx.extra["target"]
+    if target.missing or target.base is None:
+        raise NotConfigured(target.missing or f"{target.label} is not configured.")
+    headers = {k: v for k, v in ctx.extra["client_headers"].items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+    if target.key:
+        headers["Authorization"] = f"Bearer {target.key}"
+    upstream_request = UpstreamRequest(method=ctx.extra["method"], url=ctx.extra["url_for"](target.base),
+                                       headers=headers, content=ctx.raw or None, timeout=PASSTHROUGH_TIMEOUT_S)
+    resp: UpstreamResponse = await pipeline.upstream.send(upstream_request, target.provider)
+    ctx.extra["upstream_response"] = resp
+    ctx.status = resp.status
+    ctx.content = without_key(resp.body, target.key)
+    ctx.headers = {name: resp.headers[name] for name in RELAYED_RESPONSE_HEADERS if name in resp.headers}
+
+
+async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """The price of a successful TypeSafe decision, in the cost header and the log."""
+    requested = requested_model(ctx.raw)
+    ctx.model_group = f"typesafe/{requested}"
+    ctx.deployment = Deployment(model_name=ctx.model_group, provider="typesafe", model=requested)
+    ctx.cost = typesafe_cost(ctx.extra["upstream_response"], requested)
+    if ctx.cost is not None:
+        ctx.headers[COST_HEADER] = format_cost(ctx.cost)
+        log.info("typesafe pass-through %s %s: status %s, cost %s", ctx.extra["method"], ctx.route, ctx.status,
+                 ctx.headers[COST_HEADER])
+
+
+RELAY_STEPS: tuple[Step, ...] = (relay,)
+PRICED_RELAY_STEPS: tuple[Step, ...] = (relay, settle)
+
+
+# ---- helpers ------------------------------------------------------------------------------------------
 
 
 def typesafe_url(base: str, path: str) -> str:
@@ -93,48 +179,11 @@ def typesafe_url(base: str, path: str) -> str:
     return f"{base}/{path}"
 
 
-async def _self_hosted(request: Request, name: str) -> Response:
-    label, base_env, key_env = SELF_HOSTED[name]
-    try:
-        base = _env(base_env)
-        if not base:
-            raise NotConfigured(f"{label} is not configured: set {base_env} to the server's address.")
-        from providers.systemone_base import join_url
-
-        key = _env(key_env)
-        resp = await _relay(request, join_url(base, "/v1/systemone"), key, name)
-    except DecisionError as err:
-        return _error(err)
-    return Response(content=without_key(resp.body, key), status_code=resp.status, headers=_relayed_headers(resp))
-
-
 def without_key(body: bytes, key: str | None) -> bytes:
     """The relayed body with the gateway's own key blanked out (an upstream may echo it in an error)."""
     if not key or len(key) < 4 or not body:
         return body
     return body.replace(key.encode(), b"[redacted]")
-
-
-async def _relay(request: Request, url: str, key: str | None, provider: str) -> UpstreamResponse:
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in DROPPED_REQUEST_HEADERS}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    body = await request.body()
-    upstream_request = UpstreamRequest(method=request.method, url=url, headers=headers,
-                                       content=body if body else None, timeout=PASSTHROUGH_TIMEOUT_S)
-    return await _upstream(request).send(upstream_request, provider)
-
-
-def _upstream(request: Request):
-    state = getattr(request.app.state, "gateway", None)
-    if state is not None and getattr(state, "upstream", None) is not None:
-        return state.upstream
-    shared = getattr(request.app.state, "passthrough_upstream", None)
-    if shared is None:  # a bare app without the gateway state (the router mounted on its own)
-        from gateway.upstream import Upstream
-
-        shared = request.app.state.passthrough_upstream = Upstream()
-    return shared
 
 
 def requested_model(body: bytes) -> str:
@@ -143,10 +192,10 @@ def requested_model(body: bytes) -> str:
         model = json.loads(body).get("model")
     except (ValueError, UnicodeDecodeError, AttributeError):
         model = None
-    return model if isinstance(model, str) and model else "jev-latest"
+    return model if isinstance(model, str) and model else TYPESAFE_DEFAULT_MODEL
 
 
-def typesafe_cost(resp: UpstreamResponse, requested: str = "jev-latest") -> float | None:
+def typesafe_cost(resp: UpstreamResponse, requested: str = TYPESAFE_DEFAULT_MODEL) -> float | None:
     """The price of a successful decision from its ``usage`` (None for anything else).
 
     Priced at the answering model's row when it has one, else at the requested model's
@@ -171,16 +220,6 @@ def typesafe_cost(resp: UpstreamResponse, requested: str = "jev-latest") -> floa
     return response_cost(usage, dep, answered)
 
 
-def _relayed_headers(resp: UpstreamResponse) -> dict[str, str]:
-    return {name: resp.headers[name] for name in RELAYED_RESPONSE_HEADERS if name in resp.headers}
-
-
-def _error(err: DecisionError) -> Response:
-    body = {"detail": {"message": err.message, "error_type": err.code or err.type}}
-    headers = {"content-type": "application/json", **(err.headers or {})}
-    return Response(content=json.dumps(body).encode(), status_code=err.status, headers=headers)
-
-
-def _env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    value = ((environ if environ is not None else os.environ).get(name) or "").strip()
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = (environ.get(name) or "").strip()
     return value or None

@@ -8,7 +8,7 @@
 ``input=`` takes the OpenAI Decisions wire and returns its response; ``state=`` takes the System
 One wire (``questions`` a map, optional ``assets``) and returns System One. Passing both is an
 error. The request goes through the same validation, provider, splitting and normalisation as the
-proxy (``gateway.dispatch``), straight to the upstream. Errors raise ``DecisionError`` subclasses:
+proxy (``gateway.pipeline``), straight to the upstream. Errors raise ``DecisionError`` subclasses:
 ``RequestInvalid``, ``Unsupported``, ``UpstreamError``.
 """
 
@@ -19,9 +19,12 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from translators import openai as openai_wire
+from translators import systemone as systemone_wire
 from translators.errors import RequestInvalid
 
 DEFAULT_TIMEOUT_S = 60.0
+WIRES = {"openai": openai_wire, "systemone": systemone_wire}
 RESPONSE_MODELS = {"openai": ("translators.openai_wire", "DecisionResponse"),
                    "systemone": ("translators.systemone_wire", "SystemOneResponse")}
 
@@ -52,10 +55,14 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
                      environ: Mapping[str, str] | None = None, upstream: Any = None) -> Any:
     """Ask ``questions`` of ``model`` (``"provider/name"``) about ``input`` (OpenAI) or ``state`` (System One).
 
-    ``upstream`` may be a started ``gateway.upstream.Upstream`` to reuse; otherwise one is opened
-    for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
+    The call goes through the gateway's pipeline (parse, route, call, normalise, render) with a
+    one-deployment registry. ``upstream`` may be a started ``gateway.upstream.Upstream`` to reuse;
+    otherwise one is opened for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
     """
-    from gateway.dispatch import Dispatcher
+    from gateway.body import DecodedBody
+    from gateway.pipeline import IR_STEPS, Pipeline, RequestContext
+    from gateway.registry import ModelRegistry
+    from gateway.request_id import new_request_id
     from providers.registry import adhoc_deployment, split_model
 
     wire, body = _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,
@@ -64,20 +71,22 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise RequestInvalid(f"timeout must be a positive number of seconds, not {timeout!r}.", loc=("timeout",),
                              code="invalid_parameter")
-    req = _parse(wire, body, extra_headers)
+    _require_json(body)
     params = {"extra_headers": dict(extra_headers)} if extra_headers else {}
     dep = adhoc_deployment(model, api_key=api_key, api_base=api_base,
                            timeout=float(timeout) if timeout is not None else DEFAULT_TIMEOUT_S, params=params)
+    registry = ModelRegistry.adhoc(dep, environ)
+    headers = {str(k): str(v) for k, v in extra_headers.items()} if extra_headers else {}
+    ctx = RequestContext(request_id=new_request_id(), route="python:adecisions", wire=WIRES[wire],
+                         body=DecodedBody(body), forwarded_headers=headers)
     if upstream is None:
         from gateway.upstream import Upstream
 
         async with Upstream() as own:
-            dispatcher = Dispatcher([dep], own, environ=environ)
-            result = await dispatcher.decide_on(req, dispatcher.deployments[0])
+            await Pipeline(registry, own).run(ctx, IR_STEPS, raise_errors=True)
     else:
-        dispatcher = Dispatcher([dep], upstream, environ=environ)
-        result = await dispatcher.decide_on(req, dispatcher.deployments[0])
-    return _render(wire, result, req)
+        await Pipeline(registry, upstream).run(ctx, IR_STEPS, raise_errors=True)
+    return _response_model(wire, ctx.response)
 
 
 def _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,
@@ -104,20 +113,6 @@ def _caller_body(model, questions, input, state, assets, safety_identifier, prom
     return "systemone", body
 
 
-def _parse(wire: str, body: dict, extra_headers: Mapping[str, str] | None):
-    from dataclasses import replace
-
-    if wire == "openai":
-        from translators import openai as translator
-    else:
-        from translators import systemone as translator
-    _require_json(body)
-    req = translator.parse_request(body)
-    if extra_headers:
-        req = replace(req, headers={**req.headers, **{str(k): str(v) for k, v in extra_headers.items()}})
-    return req
-
-
 def _require_json(body: dict) -> None:
     """What the caller passed must be what a JSON body could carry: no NaN or infinity, no lone surrogates."""
     import json
@@ -130,14 +125,10 @@ def _require_json(body: dict) -> None:
         raise RequestInvalid(f"The request must be valid JSON: {err}.", loc=("body",), code="invalid_json") from None
 
 
-def _render(wire: str, result, req) -> Any:
+def _response_model(wire: str, payload: dict) -> Any:
+    """The rendered answer as the wire's pydantic response model (a dict when it cannot be built)."""
     import importlib
 
-    if wire == "openai":
-        from translators import openai as translator
-    else:
-        from translators import systemone as translator
-    payload = translator.render_response(result, req)
     module_name, class_name = RESPONSE_MODELS[wire]
     try:
         model_class = getattr(importlib.import_module(module_name), class_name)

@@ -1,5 +1,6 @@
 """Can this provider serve this request? Checked before any upstream call (pure).
 
+Errors carry a wire-neutral location (``translators.errors.Where``); the caller's wire spells it.
 Messages carry a fixed capacity phrase so benchmark runners can tell "unsupported" from "broken":
 "options per choice", "a score takes N to M levels", "maximum context length", "images",
 "box questions".
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 
 from providers.base import Limits
-from translators.errors import Unsupported
+from translators.errors import IMAGES, Unsupported, Where
 from translators.ir import DecisionRequest, Question
 
 CHARS_PER_TOKEN = 4  # a rough, deliberately generous estimate: only clearly oversized inputs are refused
@@ -37,25 +38,24 @@ def check_context(provider: str, limits: Limits, req: DecisionRequest) -> None:
 
 
 def estimate_tokens(req: DecisionRequest) -> int:
-    text = _text(req.input.state if req.input.messages is None else req.input.messages)
+    """About 4 characters a token over the input and every question's text (strings counted by
+    length, other JSON by its compact encoding)."""
+    chars = _chars(req.input.state if req.input.messages is None else req.input.messages)
     for q in req.questions:
-        text += _text(q.instructions) + _text([o.description for o in q.options]) + _text(q.options and
-                [o.key for o in q.options]) + _text([lv.label for lv in q.levels]) + _text(q.criteria)
-    return len(text) // CHARS_PER_TOKEN
+        chars += _chars(q.instructions) + _chars(q.criteria)
+        for option in q.options:
+            chars += _chars(option.description) + len(option.key)
+        for level in q.levels:
+            chars += _chars(level.label)
+    return chars // CHARS_PER_TOKEN
 
 
-def _text(value) -> str:
-    if value is None or value == () or value == []:
-        return ""
+def _chars(value) -> int:
+    if value is None:
+        return 0
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _loc(req: DecisionRequest, index: int, question: Question, field: str) -> tuple:
-    if req.wire == "openai":
-        return ("questions", index, field)
-    return ("body", "questions", question.id, field)
+        return len(value)
+    return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _check_question(provider: str, limits: Limits, req: DecisionRequest, index: int, q: Question) -> None:
@@ -67,7 +67,7 @@ def _check_question(provider: str, limits: Limits, req: DecisionRequest, index: 
             raise Unsupported(
                 f"Provider '{provider}' cannot serve question '{q.name or q.id}': it takes {bound} options per "
                 f"choice, and this choice has {n}.",
-                loc=_loc(req, index, q, "choices" if req.wire == "openai" else "criteria"), code="too_many_options"
+                loc=Where.of_question(index, q.id, "options"), code="too_many_options"
                 if n > limits.min_options else "too_few_options",
             )
     elif q.kind == "score":
@@ -77,13 +77,13 @@ def _check_question(provider: str, limits: Limits, req: DecisionRequest, index: 
                 if limits.max_levels is not None else f"a score takes {limits.min_levels} or more levels"
             raise Unsupported(
                 f"Provider '{provider}' cannot serve question '{q.name or q.id}': {bound}, and this one has {n}.",
-                loc=_loc(req, index, q, "levels" if req.wire == "openai" else "criteria"), code="levels_out_of_range",
+                loc=Where.of_question(index, q.id, "levels"), code="levels_out_of_range",
             )
     elif q.kind == "box" and not limits.box:
         raise Unsupported(
             f"Provider '{provider}' cannot serve question '{q.name or q.id}': box questions are not supported "
             f"by this provider.",
-            loc=_loc(req, index, q, "type"), code="box_unsupported",
+            loc=Where.of_question(index, q.id, "type"), code="box_unsupported",
         )
 
 
@@ -91,7 +91,7 @@ def _check_images(provider: str, limits: Limits, req: DecisionRequest, inline_on
     images = list(req.input.images.values())
     if not images:
         return
-    loc = ("input",) if req.wire == "openai" else ("body", "assets")
+    loc = IMAGES
     if not limits.images:
         raise Unsupported(f"Provider '{provider}' cannot serve this request: it takes no images "
                           f"(text input only).", loc=loc, code="images_unsupported")

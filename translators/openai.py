@@ -10,13 +10,25 @@ from typing import Any
 
 from translators.confidence import confidence_or_jev
 from translators.content import json_text
-from translators.errors import DecisionError, format_param
+from translators.errors import BODY, DecisionError, Loc, RequestInvalid, Where, format_param
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
-from translators.openai_parse import parse_request
+from translators.limits import RequestLimits
+from translators.openai_parse import parse_request as parse_openai_request
 from translators.openai_upstream import parse_response, render_request
 from translators.upstream_values import answers_in_order
 
-__all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error"]
+Parts = dict[str, tuple[str, bytes]]  # multipart asset parts by name: (content type, bytes)
+
+__all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error", "locate"]
+
+
+def parse_request(body: Any, limits: RequestLimits | None = None, parts: Parts | None = None) -> DecisionRequest:
+    """Validate a ``/v1/decisions`` body into the IR (400 naming the field). This wire has no asset
+    parts: images travel inside ``input`` as ``input_image`` parts, so multipart parts are refused."""
+    if parts:
+        raise RequestInvalid("Multipart asset parts are accepted on /v1/systemone only; send images to "
+                             "/v1/decisions as input_image parts.", loc=BODY, code="invalid_body")
+    return parse_openai_request(body, limits)
 
 
 def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
@@ -64,10 +76,23 @@ def render_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
+# How OpenAI names the neutral fields (translators.errors.Where) and a question's parts.
+FIELDS: dict[str, Loc] = {"body": ("request_body",), "images": ("input",)}
+QUESTION_PARTS = {"options": "choices"}
+
+
+def locate(where: Where) -> Loc:
+    """A neutral location in OpenAI's terms: ``questions[2].choices``, ``model``, ``request_body``."""
+    if where.question is not None:
+        return ("questions", where.question.index, QUESTION_PARTS.get(where.field, where.field))
+    return FIELDS.get(where.field, (where.field,))
+
+
 def render_error(err: DecisionError) -> tuple[int, dict]:
     """(status, OpenAI error envelope) with ``param`` naming the field, e.g. ``questions[2].choices``."""
-    loc = err.loc
+    loc = locate(err.loc) if isinstance(err.loc, Where) else err.loc
     if loc and loc[0] == "body":
         loc = loc[1:]
-    return err.status, {"error": {"message": err.message, "type": err.type, "param": format_param(loc),
-                                  "code": err.code}}
+    status = 400 if isinstance(err, RequestInvalid) and err.schema else err.status
+    return status, {"error": {"message": err.message, "type": err.type, "param": format_param(loc),
+                              "code": err.code}}

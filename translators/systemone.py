@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from translators.confidence import confidence_or_jev
-from translators.errors import DecisionError, RequestInvalid
+from translators.errors import DecisionError, Loc, RequestInvalid, Where
 from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
 from translators.systemone_parse import parse_request
 from translators.systemone_upstream import level_text, parse_response, render_request
 from translators.upstream_values import answers_in_order
 
-__all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error"]
+__all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error", "locate"]
 
 
 def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
@@ -62,10 +62,26 @@ def render_usage(usage: Usage) -> dict[str, Any]:
             "input_tokens_details": {"cached_tokens": usage.cached_tokens}}
 
 
+# How System One names the neutral fields (translators.errors.Where) and a question's parts.
+FIELDS: dict[str, Loc] = {"body": ("body",), "input": ("body", "state"), "images": ("body", "assets")}
+QUESTION_PARTS = {"options": "criteria", "levels": "criteria"}
+
+
+def locate(where: Where) -> Loc:
+    """A neutral location in System One's terms: ``("body", "questions", "tone", "criteria")``."""
+    if where.question is not None:
+        return ("body", "questions", where.question.id, QUESTION_PARTS.get(where.field, where.field))
+    return FIELDS.get(where.field, ("body", where.field))
+
+
 def render_error(err: DecisionError) -> tuple[int, dict]:
     """422 with a FastAPI ``detail`` list for schema errors; otherwise ``{"detail": {message, error_type}}``."""
-    if isinstance(err, RequestInvalid) and err.status == 422:
-        detail = [{"loc": list(e.loc or ("body",)), "msg": e.message, "type": e.code or "value_error"}
+    if isinstance(err, RequestInvalid) and (err.status == 422 or err.schema):
+        detail = [{"loc": list(_loc(e.loc) or ("body",)), "msg": e.message, "type": e.code or "value_error"}
                   for e in [err, *err.errors]]
         return 422, {"detail": detail}
     return err.status, {"detail": {"message": err.message, "error_type": err.code or err.type}}
+
+
+def _loc(loc: Loc | Where | None) -> Loc | None:
+    return locate(loc) if isinstance(loc, Where) else loc

@@ -10,7 +10,7 @@ import httpx
 import pytest
 import zstandard
 
-from gateway import routes
+from gateway import pipeline
 from tests.gateway.systemone_checks import check_systemone_response
 
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
@@ -29,7 +29,7 @@ def on_event_loop() -> bool:
 def where_work_ran(monkeypatch):
     """Wraps the real decode and parse steps to note whether each ran on the event loop thread."""
     seen: dict[str, bool] = {}
-    real_decode, real_parse = routes.decode_request_body, routes.parse
+    real_decode, real_parse = pipeline.decode_request_body, pipeline.parse_body
 
     def decode(*args):
         seen["decode"] = on_event_loop()
@@ -39,8 +39,8 @@ def where_work_ran(monkeypatch):
         seen["parse"] = on_event_loop()
         return real_parse(*args)
 
-    monkeypatch.setattr(routes, "decode_request_body", decode)
-    monkeypatch.setattr(routes, "parse", parse)
+    monkeypatch.setattr(pipeline, "decode_request_body", decode)
+    monkeypatch.setattr(pipeline, "parse_body", parse)
     return seen
 
 
@@ -62,7 +62,7 @@ def test_heavy_bodies_are_handled_in_a_worker_thread(gateway, where_work_ran, st
 
 
 def test_an_invalid_heavy_body_still_gets_its_422(gateway, where_work_ran):
-    body = {"model": "jev", "state": "x" * (routes.OFF_LOOP_BYTES + 1), "questions": {"q": {"type": "noul"}}}
+    body = {"model": "jev", "state": "x" * (pipeline.OFF_LOOP_BYTES + 1), "questions": {"q": {"type": "noul"}}}
     resp = httpx.post(f"{gateway.url}/v1/systemone", json=body, timeout=30)
     assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["body", "questions", "q", "noul"]
     assert where_work_ran == {"decode": False, "parse": False}

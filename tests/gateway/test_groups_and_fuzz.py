@@ -26,7 +26,7 @@ def test_a_group_spreads_requests_over_its_deployments(gateway_factory, two_upst
     gateway = gateway_factory({"model_list": [
         {"model_name": "grouped", "litellm_params": {"model": "typesafe/jev-latest", "api_key": KEY,
                                                       "api_base": upstream.url}} for upstream in two_upstreams]})
-    gateway.state.rng.seed(7)
+    gateway.state.pipeline.rng.seed(7)
     with httpx.Client(base_url=gateway.url, timeout=30) as http:
         for _ in range(24):
             resp = http.post("/v1/systemone", json=REQUEST)

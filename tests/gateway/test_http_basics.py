@@ -174,6 +174,7 @@ def test_models_body_reads_loose_model_info_without_failing():
 
     from gateway.config import build_config
     from gateway.info_routes import models_body
+    from gateway.registry import ModelRegistry
 
     config = build_config({"model_list": [
         {"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k"},
@@ -181,6 +182,6 @@ def test_models_body_reads_loose_model_info_without_failing():
         {"model_name": "b", "litellm_params": {"model": "typesafe/j", "api_key": "k"},
          "model_info": {"created": 1760000000}},
     ]}, {})
-    body = models_body(config)
+    body = models_body(ModelRegistry.from_config(config))
     assert [m["created"] for m in body["data"]] == [0, 1760000000]
     assert [m["release_date"] for m in body["models"]] == ["2026-09-15", "1970-01-01"]

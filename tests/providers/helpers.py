@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import math
 
-from gateway.dispatch import Decided, Dispatcher
+from gateway.pipeline import Decided, decide_once
+from gateway.registry import ModelRegistry
 from gateway.upstream import Upstream
 from providers.base import Deployment
 from translators import openai as openai_wire
@@ -44,7 +45,7 @@ def noul_questions(n: int) -> dict:
 
 async def decide(dep: Deployment, req: DecisionRequest) -> Decided:
     async with Upstream() as upstream:
-        return await Dispatcher([dep], upstream, environ={}).decide(req, dep.model_name)
+        return await decide_once(ModelRegistry.adhoc(dep, environ={}), upstream, req, dep.model_name)
 
 
 def normalised(values: list[float]) -> list[float]:

@@ -9,6 +9,7 @@ import pytest
 from providers.registry import get_provider
 from tests.providers import helpers as h
 from tests.providers.cases import BY_NAME, CASES
+from translators import systemone as systemone_wire
 from translators.errors import DecisionError, RequestInvalid, Unsupported, UpstreamError
 
 IDS = [c.provider for c in CASES]
@@ -155,7 +156,7 @@ async def test_levels_over_the_limit(case, fake_for):
         await h.decide(case.deployment(fake, model_info={"max_levels": 5}), h.s1_request(questions))
     assert caught.value.status == 400 and "a score takes" in caught.value.message
     assert "to 5 levels" in caught.value.message and case.provider in caught.value.message
-    assert caught.value.loc == ("body", "questions", "u", "criteria")
+    assert systemone_wire.locate(caught.value.loc) == ("body", "questions", "u", "criteria")
     assert fake.requests == []
 
 
@@ -210,18 +211,20 @@ async def test_box_questions_only_where_supported(case, fake_for):
 
 
 async def test_unknown_model_lists_the_configured_names():
-    from gateway.dispatch import Dispatcher
+    from gateway.pipeline import decide_once
+    from gateway.registry import ModelRegistry
     from providers.base import Deployment
+    from translators import openai as openai_wire
 
     deps = [Deployment("jev", "typesafe", "jev-latest", api_key="k"), Deployment("luna", "openai", "gpt-6-luna",
                                                                                  api_key="k")]
-    dispatcher = Dispatcher(deps, upstream=None, environ={})
+    registry = ModelRegistry(deps, environ={})
     with pytest.raises(RequestInvalid) as caught:
-        await dispatcher.decide(h.s1_request(), "nope")
-    assert caught.value.loc == ("model",) and "jev, luna" in caught.value.message
+        await decide_once(registry, None, h.s1_request(), "nope")
+    assert openai_wire.locate(caught.value.loc) == ("model",) and "jev, luna" in caught.value.message
     with pytest.raises(RequestInvalid):
-        await dispatcher.decide(h.s1_request(), "typesafe/jev-latest")  # ad hoc names only when allowed
-    adhoc = Dispatcher(deps, upstream=None, environ={"TYPESAFE_API_KEY": "env-key"}, allow_adhoc=True)
+        await decide_once(registry, None, h.s1_request(), "typesafe/jev-latest")  # ad hoc names only when allowed
+    adhoc = ModelRegistry(deps, environ={"TYPESAFE_API_KEY": "env-key"}, allow_adhoc=True)
     dep = adhoc.deployment_for("typesafe/jev-latest")
     assert (dep.provider, dep.model, dep.api_key, dep.api_base) == ("typesafe", "jev-latest", "env-key",
                                                                     "https://api.typesafe.ai")

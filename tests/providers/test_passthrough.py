@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.fakes.selfhosted import FakeLaya, FakeNimble
+from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
 
 CONFIG = {"model_list": [{"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": "cfg"}}]}
@@ -20,10 +21,26 @@ ENV_NAMES = ("LAYA_API_BASE", "LAYA_API_KEY", "BESPOKE_API_BASE", "BESPOKE_API_K
 
 
 @pytest.fixture
-def gateway(gateway_factory, monkeypatch):
-    for name in ENV_NAMES:
-        monkeypatch.delenv(name, raising=False)
-    return gateway_factory(CONFIG)
+def start(monkeypatch):
+    """A gateway started with these pass-through settings (read once, at start) in its environment."""
+    started = []
+
+    def start_with(**env: str):
+        for name in ENV_NAMES:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        started.append(start_gateway(CONFIG))
+        return started[-1]
+
+    yield start_with
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def gateway(start):
+    return start()
 
 
 def send(gateway, path: str, body=BODY, headers: dict | None = None, method: str = "POST") -> httpx.Response:
@@ -40,10 +57,9 @@ def test_unconfigured_self_hosted_route_is_503_naming_the_setting(gateway, route
     assert setting in r.json()["detail"]["message"]
 
 
-def test_laya_route_relays_with_the_configured_key(gateway, monkeypatch):
+def test_laya_route_relays_with_the_configured_key(start):
     with FakeLaya("laya-secret") as laya:
-        monkeypatch.setenv("LAYA_API_BASE", laya.url + "/v1")
-        monkeypatch.setenv("LAYA_API_KEY", "laya-secret")
+        gateway = start(LAYA_API_BASE=laya.url + "/v1", LAYA_API_KEY="laya-secret")
         r = send(gateway, "/laya/v1/systemone", headers={"Authorization": "Bearer caller-key"})
         assert r.status_code == 200
         rec = laya.last
@@ -56,25 +72,24 @@ def test_laya_route_relays_with_the_configured_key(gateway, monkeypatch):
         assert busy.status_code == 503 and busy.json() == {"detail": "too many concurrent requests"}
 
 
-def test_bespoke_route_without_a_key_sends_no_authorization(gateway, monkeypatch):
+def test_bespoke_route_without_a_key_sends_no_authorization(start):
     with FakeNimble() as nimble:
-        monkeypatch.setenv("BESPOKE_API_BASE", nimble.url)
+        gateway = start(BESPOKE_API_BASE=nimble.url)
         r = send(gateway, "/bespoke/v1/systemone", headers={"Authorization": "Bearer caller-key"})
         assert r.status_code == 200 and set(r.json()["answers"]) == {"urgent", "team"}
         assert nimble.last.header("authorization") is None
         assert r.headers["x-request-id"]
 
 
-def test_bespoke_unreachable_is_502(gateway, monkeypatch):
-    monkeypatch.setenv("BESPOKE_API_BASE", "http://127.0.0.1:9")
+def test_bespoke_unreachable_is_502(start):
+    gateway = start(BESPOKE_API_BASE="http://127.0.0.1:9")
     r = send(gateway, "/bespoke/v1/systemone")
     assert r.status_code == 502 and "message" in r.json()["detail"]
 
 
-def test_typesafe_passthrough_forwards_and_prices(gateway, monkeypatch, caplog):
+def test_typesafe_passthrough_forwards_and_prices(start, caplog):
     with FakeTypeSafe("ts-env-key") as typesafe:
-        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
-        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url)
+        gateway = start(TYPESAFE_API_KEY="ts-env-key", TYPESAFE_API_BASE=typesafe.url)
         typesafe.queue(200, json={"model": "jev-1.13-20260917", "answers": {"urgent": {"type": "noul", "noul": 0.9}},
                                   "usage": {"input_tokens": 1000, "output_tokens": 0,
                                             "input_tokens_details": {"cached_tokens": 400}}},
@@ -94,10 +109,9 @@ def test_typesafe_passthrough_forwards_and_prices(gateway, monkeypatch, caplog):
         assert any("cost" in m for m in caplog.messages)
 
 
-def test_typesafe_passthrough_relays_errors_and_other_methods(gateway, monkeypatch):
+def test_typesafe_passthrough_relays_errors_and_other_methods(start):
     with FakeTypeSafe("ts-env-key") as typesafe:
-        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
-        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url)
+        gateway = start(TYPESAFE_API_KEY="ts-env-key", TYPESAFE_API_BASE=typesafe.url)
         models = send(gateway, "/typesafe/v1/models", body=None, method="GET")
         assert models.status_code == 200 and models.json()["models"][0]["name"] == "jev-latest"
         assert "x-decisions-response-cost" not in models.headers
@@ -125,20 +139,18 @@ def test_typesafe_passthrough_url(base, path, url):
     assert typesafe_url(base, path) == url
 
 
-def test_typesafe_passthrough_with_a_v1_base(gateway, monkeypatch):
+def test_typesafe_passthrough_with_a_v1_base(start):
     with FakeTypeSafe("ts-env-key") as typesafe:
-        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
-        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url + "/v1")  # the form the typesafe/ provider accepts
+        # the base in the form the typesafe/ provider accepts
+        gateway = start(TYPESAFE_API_KEY="ts-env-key", TYPESAFE_API_BASE=typesafe.url + "/v1")
         r = send(gateway, "/typesafe/v1/systemone", {**BODY, "model": "jev-latest"})
         assert r.status_code == 200 and typesafe.last.path == "/v1/systemone"
 
 
-def test_passthrough_never_relays_the_gateway_key(gateway, monkeypatch):
+def test_passthrough_never_relays_the_gateway_key(start):
     with FakeTypeSafe("ts-env-key") as typesafe, FakeLaya("laya-secret") as laya:
-        monkeypatch.setenv("TYPESAFE_API_KEY", "ts-env-key")
-        monkeypatch.setenv("TYPESAFE_API_BASE", typesafe.url)
-        monkeypatch.setenv("LAYA_API_BASE", laya.url)
-        monkeypatch.setenv("LAYA_API_KEY", "laya-secret")
+        gateway = start(TYPESAFE_API_KEY="ts-env-key", TYPESAFE_API_BASE=typesafe.url, LAYA_API_BASE=laya.url,
+                        LAYA_API_KEY="laya-secret")
         typesafe.fail_next(401, "Invalid API key ts-env-key")
         r = send(gateway, "/typesafe/v1/systemone")
         assert r.status_code == 401 and "ts-env-key" not in r.text and "[redacted]" in r.text
