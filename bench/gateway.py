@@ -1,7 +1,7 @@
 """Gateway overhead benchmark: what the gateway adds on top of a zero-delay upstream.
 
     python -m bench.gateway [--requests 500] [--concurrent-requests 3000] [--concurrency 32]
-                            [--timeout 300] [--no-write]
+                            [--timeout 300] [--no-pin] [--no-write]
 
 Three processes on 127.0.0.1: a zero-delay upstream (a small aiohttp app answering TypeSafe's
 ``POST /v1/systemone`` and OpenAI's ``POST /v1/decisions`` with valid answers precomputed per question),
@@ -14,7 +14,9 @@ Measured: the upstream alone at concurrency 1 (both routes); through the gateway
 ``/v1/systemone`` -> typesafe (same wire), ``/v1/decisions`` -> typesafe and ``/v1/systemone`` -> openai
 (translated), with the added latency (gateway minus the direct call to the same upstream route);
 throughput at ``--concurrency`` for ``/v1/systemone`` -> typesafe (and the upstream alone, for scale);
-the gateway's RSS after the run (``/proc/<pid>/status``). Every case is bounded by its request count
+the gateway's RSS after the run (``/proc/<pid>/status``). With two or more cores (and unless
+``--no-pin``), the gateway is pinned to core 0 and the upstream and the load client to core 1
+(``sched_setaffinity``), so the gateway's figures are not mixed with the other two processes' CPU time. Every case is bounded by its request count
 and by one overall ``--timeout``; all processes are stopped at the end. Prints a table and rewrites
 the "Gateway overhead" section of docs/benchmarks.md (other sections are left as they are).
 """
@@ -267,16 +269,37 @@ class Results:
     env: dict
 
 
+def pinning(enabled: bool) -> tuple[set[int], set[int]] | None:
+    """(the gateway's cores, the upstream's and the client's cores), or None when not pinning."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not enabled or len(cores) < 2:
+        return None
+    return {cores[0]}, {cores[1]}
+
+
+def _pinned_to(cores: set[int] | None):
+    """A ``preexec_fn`` that pins the child (and every thread it starts) to ``cores``."""
+    if cores is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cores)
+
+
 def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, timeout: float = 300.0,
-        warmup: int = 50) -> Results:
+        warmup: int = 50, pin: bool = True) -> Results:
     """Start the upstream and the gateway, run every case, read the gateway's RSS, stop both."""
     hard_deadline = time.monotonic() + timeout
+    pins = pinning(pin)
+    gateway_cores, other_cores = pins if pins else (None, None)
     env = {
         "cpus": os.cpu_count(), "python": f"{platform.python_implementation()} {platform.python_version()}",
         "machine": platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_start": os.getloadavg(), "sequential": sequential, "concurrent": concurrent,
         "concurrency": concurrency, "warmup": warmup, "timeout": timeout,
+        "pinned": f"gateway on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
+        if gateway_cores and other_cores else "",
     }
+    if other_cores:
+        os.sched_setaffinity(0, other_cores)
     cases = make_cases(sequential, concurrent, concurrency)
     upstream = gateway = None
     with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
@@ -284,7 +307,7 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
         try:
             upstream_port = free_port()
             upstream = subprocess.Popen([sys.executable, "-m", "bench.zero_delay_upstream", str(upstream_port)],
-                                        cwd=ROOT, stdin=subprocess.DEVNULL)
+                                        cwd=ROOT, stdin=subprocess.DEVNULL, preexec_fn=_pinned_to(other_cores))
             wait_for_port(upstream_port, upstream, min(hard_deadline, time.monotonic() + 30))
 
             config = Path(tmp) / "gateway.yaml"
@@ -296,7 +319,8 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
                 gateway = subprocess.Popen(
                     gateway_command() + ["--config", str(config), "--host", HOST, "--port", str(gateway_port),
                                          "--workers", "1", "--log-level", "warning"],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp,
+                    preexec_fn=_pinned_to(gateway_cores))
             wait_for_http(f"{gateway_base}/health/readiness", gateway,
                           min(hard_deadline, time.monotonic() + 60), log_path)
             env["gateway_ready_s"] = time.monotonic() - started
@@ -374,8 +398,13 @@ def section(results: Results) -> str:
         "(one worker; `jev` = `typesafe/jev-latest`, `luna` = `openai/gpt-6-luna`, both on that upstream), "
         "and the aiohttp load client (keep-alive). Body: three questions (a noul, a 3-option choice, a 3-level "
         "score). *Added* is the gateway's percentile minus the direct call's to the same upstream route at the "
-        f"same concurrency. Client, upstream and gateway share the {env['cpus']} cores, so every figure includes "
-        "the other two processes' CPU time; absolute numbers move with the machine's load from run to run."
+        "same concurrency. "
+        + (f"Pinned: {env['pinned']} (`sched_setaffinity`): the gateway does not share the client's and the "
+           "upstream's core, so its figures hold its own CPU time only; absolute numbers still move with the "
+           "machine's load from run to run."
+           if env.get("pinned") else
+           f"Client, upstream and gateway share the {env['cpus']} cores, so every figure includes the other two "
+           "processes' CPU time; absolute numbers move with the machine's load from run to run.")
     )
     process = (
         f"Gateway process: start to `/health/readiness` 200 in {env.get('gateway_ready_s', nan):.2f} s; "
@@ -412,9 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--warmup", type=int, default=50, help="unrecorded requests before each case")
     parser.add_argument("--timeout", type=float, default=300.0, help="hard limit for the whole run, seconds")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin the gateway and the load to separate cores")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
-    results = run(args.requests, args.concurrent_requests, args.concurrency, args.timeout, args.warmup)
+    results = run(args.requests, args.concurrent_requests, args.concurrency, args.timeout, args.warmup,
+                  pin=not args.no_pin)
     text = section(results)
     print(text)
     for case in results.cases:
