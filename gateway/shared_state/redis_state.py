@@ -1,0 +1,283 @@
+"""``RedisState``: the shared state interface on one Redis, for several processes or machines.
+
+One ``redis.asyncio`` client on one bounded connection pool. Every read-modify-write is one Lua
+script, registered once (``register_script``; redis-py reloads it when a restarted Redis has lost
+it): ``incr`` with a ttl, ``window_add`` (the check against the limit and the add are one atomic
+step) and ``record_latency``. The many-key reads are one round trip each: ``MGET`` for
+``get_many``/``get_ints``, one script for ``window_get_many``, a pipeline of ``LRANGE`` for
+``latency``. Fixed windows take the Redis server's clock (``TIME``), so every process agrees on
+the window whatever its own clock says.
+
+Socket timeouts are short (0.25 s to connect and to read, unless told otherwise), redis-py's own
+retries are off, at most ``max_connections`` calls run at once and a call waits at most
+``pool_timeout_s`` for its turn, so a dead Redis answers with an error quickly instead of stalling
+the request; ``FailoverState`` turns that error into memory service. ``RedisState`` itself raises
+(``REDIS_ERRORS``). Standalone Redis only (window keys are derived inside the scripts, which
+Redis Cluster would refuse). Needs Redis 5 or later (``TIME`` before a write in a script).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+
+from gateway.shared_state.base import LATENCY_SAMPLES, Backend, SharedState
+from gateway.shared_state.memory import WINDOW_SLACK_S
+
+try:  # redis-py 7.1 and later read the package metadata for each new connection unless told
+    from redis.driver_info import DriverInfo
+
+    _DRIVER_INFO: dict[str, Any] = {"driver_info": DriverInfo(lib_version=redis.__version__)}
+except ImportError:  # earlier ones read it once
+    _DRIVER_INFO = {}
+
+# What a Redis call raises when Redis is unreachable, slow or refusing: redis-py's errors, and the
+# OS-level ones (TimeoutError is an OSError) that may escape it.
+REDIS_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError)
+
+CONNECT_TIMEOUT_S = 0.25
+SOCKET_TIMEOUT_S = 0.25
+MAX_CONNECTIONS = 64
+POOL_TIMEOUT_S = 0.5
+
+_INCR_TTL = """
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return value
+"""
+
+# KEYS[1] key; ARGV amount, window_s, limit ('' for none), slack_s. Returns {allowed 0/1, total}.
+_WINDOW_ADD = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local window = tonumber(ARGV[2])
+local index = math.floor(now / window)
+local name = KEYS[1] .. ':' .. string.format('%d', index)
+local amount = tonumber(ARGV[1])
+local current = tonumber(redis.call('GET', name) or '0')
+if ARGV[3] ~= '' and amount > 0 and current + amount > tonumber(ARGV[3]) then
+  return {0, current}
+end
+local total = current + amount
+if total < 0 then total = 0 end
+local ttl_ms = math.ceil(((index + 1) * window - now + tonumber(ARGV[4])) * 1000)
+redis.call('SET', name, string.format('%d', total), 'PX', string.format('%d', ttl_ms))
+return {1, total}
+"""
+
+# KEYS the keys; ARGV[1] window_s. Returns the current window's totals.
+_WINDOW_GET_MANY = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local suffix = ':' .. string.format('%d', math.floor(now / tonumber(ARGV[1])))
+local totals = {}
+for i, key in ipairs(KEYS) do
+  totals[i] = tonumber(redis.call('GET', key .. suffix) or '0')
+end
+return totals
+"""
+
+# KEYS[1] key; ARGV sample ms, samples kept, ttl ms.
+_RECORD_LATENCY = """
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+def _ms(ttl_s: float) -> int:
+    return max(1, math.ceil(ttl_s * 1000))
+
+
+def _window_arg(window_s: float) -> str:
+    if window_s <= 0:
+        raise ValueError(f"window_s must be positive, got {window_s!r}")
+    return repr(float(window_s))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for logs and readiness)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+class _Slots:
+    """At most ``size`` Redis calls at once; a call that waits longer than ``timeout_s`` for its turn fails.
+
+    Taking a free slot does not yield to the event loop (an uncontended ``Semaphore``), so it costs
+    next to nothing; only a wait for one is bounded by a timeout.
+    """
+
+    def __init__(self, size: int, timeout_s: float) -> None:
+        self._semaphore = asyncio.Semaphore(size)
+        self._timeout_s = timeout_s
+
+    async def __aenter__(self) -> None:
+        if not self._semaphore.locked():
+            await self._semaphore.acquire()
+            return
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await self._semaphore.acquire()
+        except TimeoutError:
+            raise RedisConnectionError(f"no free Redis connection within {self._timeout_s} s") from None
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._semaphore.release()
+
+
+class RedisState(SharedState):
+    """Shared state on one Redis. See the module docstring."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                 socket_timeout_s: float = SOCKET_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+                 pool_timeout_s: float = POOL_TIMEOUT_S,
+                 latency_samples: int = LATENCY_SAMPLES) -> None:
+        self._url = url
+        self._latency_samples = latency_samples
+        # redis-py's BlockingConnectionPool costs about 70 us a call in its own waiting; the plain
+        # pool does not wait, so the bound on connections (and on waiting for one) is _Slots.
+        self._pool = aioredis.ConnectionPool.from_url(
+            url, socket_connect_timeout=connect_timeout_s, socket_timeout=socket_timeout_s,
+            retry=Retry(NoBackoff(), 0), health_check_interval=0, **_DRIVER_INFO)
+        self._slots = _Slots(max_connections, pool_timeout_s)
+        self._redis = aioredis.Redis(connection_pool=self._pool)
+        self._incr_ttl = self._redis.register_script(_INCR_TTL)
+        self._window_add = self._redis.register_script(_WINDOW_ADD)
+        self._window_get_many = self._redis.register_script(_WINDOW_GET_MANY)
+        self._record_latency = self._redis.register_script(_RECORD_LATENCY)
+
+    # ---- health ---------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend:
+        return "redis"
+
+    @property
+    def url(self) -> str:
+        """The Redis URL, password redacted."""
+        return redact_url(self._url)
+
+    def status(self) -> dict[str, Any]:
+        return {"backend": "redis", "degraded": False, "url": self.url}
+
+    async def ping(self) -> None:
+        """One round trip to Redis; raises one of ``REDIS_ERRORS`` when it is unreachable."""
+        await self._call(self._redis.ping)
+
+    async def drop_idle_connections(self) -> None:
+        """Close the pool's idle connections (after an outage they point at a Redis that is gone)."""
+        await self._pool.disconnect(inuse_connections=False)
+
+    async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Run one Redis command (or script, or pipeline) in a connection slot."""
+        async with self._slots:
+            return await command(*args, **kwargs)
+
+    # ---- counters -------------------------------------------------------------------------------
+
+    async def incr(self, key: str, delta: int = 1, ttl_s: float | None = None) -> int:
+        if ttl_s is None:
+            return int(await self._call(self._redis.incrby, key, delta))
+        return int(await self._call(self._incr_ttl, keys=[key], args=[int(delta), _ms(ttl_s)]))
+
+    async def get_int(self, key: str) -> int:
+        value = await self._call(self._redis.get, key)
+        return int(value) if value is not None else 0
+
+    async def get_ints(self, keys: Sequence[str]) -> list[int]:
+        if not keys:
+            return []
+        return [int(v) if v is not None else 0 for v in await self._call(self._redis.mget, list(keys))]
+
+    # ---- fixed windows --------------------------------------------------------------------------
+
+    async def window_add(self, key: str, amount: int, window_s: float,
+                         limit: int | None = None) -> tuple[bool, int]:
+        allowed, total = await self._call(
+            self._window_add, keys=[key],
+            args=[int(amount), _window_arg(window_s), "" if limit is None else int(limit), WINDOW_SLACK_S])
+        return bool(allowed), int(total)
+
+    async def window_get(self, key: str, window_s: float) -> int:
+        return (await self.window_get_many([key], window_s))[0]
+
+    async def window_get_many(self, keys: Sequence[str], window_s: float) -> list[int]:
+        if not keys:
+            return []
+        totals = await self._call(self._window_get_many, keys=list(keys), args=[_window_arg(window_s)])
+        return [int(v) for v in totals]
+
+    # ---- strings with a ttl ---------------------------------------------------------------------
+
+    async def set_until(self, key: str, value: str, ttl_s: float) -> None:
+        await self._set(key, value, ttl_s)
+
+    async def _set(self, key: str, value: str | bytes, ttl_s: float) -> None:
+        if ttl_s <= 0:
+            await self._call(self._redis.delete, key)
+        else:
+            await self._call(self._redis.set, key, value, px=_ms(ttl_s))
+
+    async def get(self, key: str) -> str | None:
+        value = await self._call(self._redis.get, key)
+        return value.decode() if value is not None else None
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        if not keys:
+            return []
+        return [v.decode() if v is not None else None for v in await self._call(self._redis.mget, list(keys))]
+
+    async def ttl(self, key: str) -> float | None:
+        ms = await self._call(self._redis.pttl, key)
+        if ms == -2:
+            return None
+        return math.inf if ms == -1 else ms / 1000
+
+    async def delete(self, key: str) -> None:
+        await self._call(self._redis.delete, key)
+
+    # ---- latency --------------------------------------------------------------------------------
+
+    async def record_latency(self, key: str, ms: float, ttl_s: float) -> None:
+        await self._call(self._record_latency, keys=[key],
+                         args=[repr(float(ms)), self._latency_samples, _ms(ttl_s)])
+
+    async def latency(self, keys: Sequence[str]) -> list[float | None]:
+        if not keys:
+            return []
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.lrange(key, 0, -1)
+        series = await self._call(pipe.execute)
+        return [sum(map(float, samples)) / len(samples) if samples else None for samples in series]
+
+    # ---- cache bytes ----------------------------------------------------------------------------
+
+    async def bytes_get(self, key: str) -> bytes | None:
+        value: bytes | None = await self._call(self._redis.get, key)
+        return value
+
+    async def bytes_set(self, key: str, value: bytes, ttl_s: float) -> None:
+        await self._set(key, value, ttl_s)
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+        await self._pool.disconnect()

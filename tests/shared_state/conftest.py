@@ -1,0 +1,123 @@
+"""Fixtures for the shared state tests: a state per backend, a key prefix per test, throwaway Redis servers.
+
+The Redis tests use the Redis at ``DECISIONS_GATEWAY_TEST_REDIS_URL`` (default
+``redis://127.0.0.1:6379/0``); CI starts one, so an unreachable Redis fails these tests instead of
+skipping them. Every test writes under its own random prefix and deletes what it wrote. The
+failover tests start their own ``redis-server`` on a free port and never touch that one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+import pytest_asyncio
+import redis.asyncio as aioredis
+
+from gateway.shared_state import MemoryState, RedisState, SharedState
+
+REDIS_URL = os.environ.get("DECISIONS_GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+START_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def wait_until(condition: Callable[[], Awaitable[bool] | bool], timeout_s: float,
+                     what: str) -> None:
+    """Poll ``condition`` every 20 ms until it holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = condition()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout_s} s: {what}")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"test:shared-state:{uuid.uuid4().hex}:"
+
+
+async def delete_prefix(prefix: str) -> None:
+    """Delete every key under ``prefix`` in the test Redis."""
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def redis_state(prefix: str) -> AsyncIterator[RedisState]:
+    state = RedisState(REDIS_URL)
+    yield state
+    await state.close()
+    await delete_prefix(prefix)
+
+
+@pytest_asyncio.fixture(loop_scope="function", params=["memory", "redis"])
+async def state(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[SharedState]:
+    shared: SharedState = MemoryState() if request.param == "memory" else RedisState(REDIS_URL)
+    yield shared
+    await shared.close()
+    if request.param == "redis":
+        await delete_prefix(prefix)
+
+
+class RedisServer:
+    """A throwaway ``redis-server`` (no persistence) on one port, started and killed at will."""
+
+    def __init__(self) -> None:
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            pytest.fail("redis-server is not on PATH (the failover tests start their own)")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.02)
+        self.kill()
+        pytest.fail(f"redis-server on port {self.port} did not start within {START_TIMEOUT_S} s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.kill()
