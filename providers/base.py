@@ -59,8 +59,9 @@ class Deployment:
     output_cost_per_token: float | None = None
     rpm: int | None = None
     tpm: int | None = None
-    model_info: dict = field(default_factory=dict)
-    params: dict = field(default_factory=dict)  # other litellm_params (account_id, headers, limits overrides, ...)
+    model_info: dict[str, Any] = field(default_factory=dict)
+    # the other litellm_params (account_id, headers, limits overrides, ...)
+    params: dict[str, Any] = field(default_factory=dict)
     id: str = ""  # stable deployment id (hash of the entry)
 
 

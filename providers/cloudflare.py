@@ -116,6 +116,7 @@ class CloudflareProvider(HttpJsonProvider):
 def _first_code(payload: Any) -> int | None:
     if isinstance(payload, dict) and isinstance(payload.get("errors"), list):
         for item in payload["errors"]:
-            if isinstance(item, dict) and isinstance(item.get("code"), int):
-                return item["code"]
+            code = item.get("code") if isinstance(item, dict) else None
+            if isinstance(code, int):
+                return code
     return None

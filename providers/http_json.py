@@ -60,9 +60,9 @@ class HttpJsonProvider(ProviderBase):
         if self.api_key_required and not dep.api_key:
             names = " or ".join(self.api_key_envs) or "api_key"
             raise DecisionError(
-                status=401,
-                message=f"Missing API key for decisions provider '{self.name}': set {names} or the deployment's api_key.",
-                type="authentication_error", code="missing_api_key",
+                status=401, type="authentication_error", code="missing_api_key",
+                message=f"Missing API key for decisions provider '{self.name}': set {names} or the deployment's "
+                        f"api_key.",
             )
         return dep.api_key
 

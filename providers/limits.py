@@ -37,9 +37,9 @@ def limit_problems(dep: Deployment) -> list[str]:
     return _overrides(dep)[1]
 
 
-def _overrides(dep: Deployment) -> tuple[dict, list[str]]:
+def _overrides(dep: Deployment) -> tuple[dict[str, Any], list[str]]:
     params = dep.params or {}
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     problems: list[str] = []
     for where, source in (("litellm_params", params), ("model_info", dep.model_info or {}),
                           ("litellm_params.limits", params.get("limits") or {})):

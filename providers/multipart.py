@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 
-def encode(request: dict, parts: dict[str, tuple[str, bytes]], boundary: str | None = None) -> tuple[bytes, str]:
+def encode(request: dict[str, Any], parts: dict[str, tuple[str, bytes]],
+           boundary: str | None = None) -> tuple[bytes, str]:
     """(body, content type): a ``request`` JSON part, then one part per asset (name -> (type, bytes))."""
     boundary = boundary or uuid.uuid4().hex
     chunks: list[bytes] = [

@@ -7,8 +7,10 @@ URLs or public URLs. Errors arrive in OpenAI's ``{"error": {...}}`` envelope.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from providers.base import Deployment, Limits
-from providers.http_json import HttpJsonProvider
+from providers.http_json import HttpJsonProvider, Wire
 from translators import openai as openai_wire
 from translators.ir import DecisionRequest
 
@@ -19,7 +21,7 @@ class OpenAIProvider(HttpJsonProvider):
     name = "openai"
     label = "OpenAI"
     path = "/v1/decisions"
-    wire = openai_wire
+    wire: ClassVar[Wire] = openai_wire
     default_api_base = "https://api.openai.com"
     api_key_envs = ("OPENAI_API_KEY",)
     api_base_envs = ("OPENAI_BASE_URL", "OPENAI_API_BASE")

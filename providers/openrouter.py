@@ -7,6 +7,8 @@ Images go as base64 ``assets``; the call's price is the response's ``usage.cost`
 
 from __future__ import annotations
 
+from typing import Any
+
 from providers.base import Deployment, Limits
 from providers.http_json import HttpJsonProvider
 from translators.ir import DecisionRequest
@@ -40,7 +42,7 @@ class OpenRouterProvider(HttpJsonProvider):
             headers["X-Title"] = str(params["app_title"])
         return headers
 
-    def body(self, req: DecisionRequest, dep: Deployment) -> dict:
+    def body(self, req: DecisionRequest, dep: Deployment) -> dict[str, Any]:
         body = super().body(req, dep)
         routing = (dep.params or {}).get("provider")
         if isinstance(routing, dict):

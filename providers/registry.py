@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import cache
+from typing import Any
 
 from providers.base import Deployment, Provider
 from translators.errors import RequestInvalid
@@ -89,7 +90,7 @@ def split_model(model: str) -> tuple[str, str]:
     return provider, rest
 
 
-def adhoc_deployment(model: str, **overrides) -> Deployment:
+def adhoc_deployment(model: str, **overrides: Any) -> Deployment:
     """A deployment for an ad-hoc ``provider/model`` (the Python API, or an unconfigured name)."""
     provider, upstream_model = split_model(model)
     return Deployment(model_name=model, provider=provider, model=upstream_model, **overrides)

@@ -38,7 +38,7 @@ class LayaProvider(SelfHostedProvider):
     api_base_envs = ("LAYA_API_BASE",)
     limits = Limits(max_questions=None, min_options=1, min_levels=1, max_images=0, box=False)
 
-    def clean(self, payload: dict, req: DecisionRequest) -> dict:
+    def clean(self, payload: dict[str, Any], req: DecisionRequest) -> dict[str, Any]:
         return jev_strict(payload)
 
 
@@ -76,9 +76,9 @@ def jev_strict(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def jev_answer(answer: dict) -> dict:
+def jev_answer(answer: dict[str, Any]) -> dict[str, Any]:
     kind = answer.get("type")
-    keep = ANSWER_FIELDS.get(kind)
+    keep = ANSWER_FIELDS.get(kind) if isinstance(kind, str) else None
     if keep is None:
         return answer
     out = {k: answer[k] for k in keep if k in answer}

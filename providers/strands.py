@@ -6,6 +6,8 @@ Its top-level ``latency_ms`` is dropped.
 
 from __future__ import annotations
 
+from typing import Any
+
 from providers.base import Limits
 from providers.http_json import HttpJsonProvider
 from translators.ir import DecisionRequest
@@ -22,5 +24,5 @@ class StrandsDeciderProvider(HttpJsonProvider):
         max_images=0, max_context_tokens=None, box=False,
     )
 
-    def clean(self, payload: dict, req: DecisionRequest) -> dict:
+    def clean(self, payload: dict[str, Any], req: DecisionRequest) -> dict[str, Any]:
         return {k: v for k, v in payload.items() if k != "latency_ms"}

@@ -80,7 +80,7 @@ class TypeSafeProvider(HttpJsonProvider):
             return request
         body = dict(request.json)
         parts: dict[str, tuple[str, bytes]] = {}
-        assets: dict[str, dict] = {}
+        assets: dict[str, dict[str, str]] = {}
         for i, (ref, image) in enumerate(req.input.images.items()):
             part = f"asset-{i}"
             parts[part] = (image.media_type, image.data or b"")

@@ -24,11 +24,12 @@ def json_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def part_text(part: dict) -> str:
+def part_text(part: dict[str, Any]) -> str:
     """The text a single OpenAI content part stands for in System One: text, compact JSON or image ref."""
     kind = part.get("type")
     if kind == "input_text":
-        return part.get("text", "")
+        text: str = part.get("text", "")  # a string: the wire schema checked it
+        return text
     if kind == "input_json":
         return compact_json(part.get("data"))
     if kind == "input_image":
@@ -36,19 +37,19 @@ def part_text(part: dict) -> str:
     return ""
 
 
-def content_text(content: str | list[dict]) -> list[str]:
+def content_text(content: str | list[dict[str, Any]]) -> list[str]:
     """Segments of an OpenAI message ``content`` (a string, or a list of parts)."""
     if isinstance(content, str):
         return [content]
     return [part_text(part) for part in content]
 
 
-def parts_text(parts: list[dict]) -> str:
+def parts_text(parts: list[dict[str, Any]]) -> str:
     """OpenAI question-instruction parts as one text, segments joined with a blank line."""
     return SEGMENT_SEPARATOR.join(part_text(part) for part in parts)
 
 
-def messages_state(messages: list[dict]) -> str:
+def messages_state(messages: list[dict[str, Any]]) -> str:
     """The System One state of an OpenAI input list: every segment of every message, in order."""
     segments: list[str] = []
     for message in messages:

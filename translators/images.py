@@ -31,7 +31,8 @@ def decode_base64(text: str) -> bytes:
 
 
 def parse_data_url(url: str) -> tuple[str, bytes] | None:
-    """(media type, bytes) of a ``data:image/...;base64,`` URL; None when ``url`` is not one. ValueError on bad base64."""
+    """(media type, bytes) of a ``data:image/...;base64,`` URL; None when ``url`` is not one.
+    ValueError on bad base64."""
     match = _DATA_URL.match(url)
     if not match:
         return None

@@ -68,7 +68,7 @@ class DecisionInput:
     """
 
     state: JSON
-    messages: list[dict] | None = None
+    messages: list[dict[str, Any]] | None = None
     images: dict[str, Image] = field(default_factory=dict)
 
 
@@ -100,9 +100,10 @@ class Question:
     options: tuple[Option, ...] = ()  # choice
     levels: tuple[Level, ...] = ()  # score
     # noul criteria as sent: None when absent; a dict with "true"/"false" keys (values may be null).
-    criteria: dict | None = None
+    criteria: dict[str, Any] | None = None
     name: str | None = None  # the OpenAI ``name`` (None when unnamed)
-    extra: dict = field(default_factory=dict)  # provider-specific fields to send System One upstreams (none from the wires: both refuse unknown question fields)
+    # provider-specific fields to send System One upstreams (none from the wires: both refuse unknown question fields)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def yes(self) -> JSON:
@@ -132,11 +133,11 @@ class DecisionRequest:
     questions: tuple[Question, ...]
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
-    prompt_cache_options: dict | None = None
-    extra: dict = field(default_factory=dict)  # unknown top-level fields (kept, not forwarded by default)
+    prompt_cache_options: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # unknown top-level fields (kept, not forwarded by default)
     headers: dict[str, str] = field(default_factory=dict)  # client headers to forward (TypeSafe-Danger-Zone-*)
 
-    def with_questions(self, questions: tuple[Question, ...]) -> "DecisionRequest":
+    def with_questions(self, questions: tuple[Question, ...]) -> DecisionRequest:
         from dataclasses import replace
 
         return replace(self, questions=questions)
@@ -160,9 +161,9 @@ class Answer:
     kind: AnswerKind
     probabilities: tuple[float, ...] = ()
     confidence: float | None = None
-    box: dict | None = None  # {top, bottom, left, right}
+    box: dict[str, Any] | None = None  # {top, bottom, left, right}
     label_mass: float | None = None
-    extra: dict = field(default_factory=dict)  # provider extras kept for System One output (evidence, ...)
+    extra: dict[str, Any] = field(default_factory=dict)  # provider extras kept for System One output (evidence, ...)
 
     @property
     def probability(self) -> float:
@@ -197,7 +198,7 @@ class Usage:
     def total_tokens(self) -> int:
         return (self.input_tokens or 0) + (self.output_tokens or 0)
 
-    def __add__(self, other: "Usage") -> "Usage":
+    def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)
 
@@ -217,7 +218,7 @@ class DecisionResult:
     model: str  # the model that answered (as the upstream named it, e.g. jev-1.13-20260917)
     answers: tuple[Answer, ...]  # in question order, one per question (refusals included)
     usage: Usage = field(default_factory=Usage)
-    extra: dict = field(default_factory=dict)  # e.g. {"prompt_format_version": 1}
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. {"prompt_format_version": 1}
 
     @property
     def refusals(self) -> list[str]:

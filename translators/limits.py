@@ -38,7 +38,7 @@ class RequestLimits:
         return self.systemone_min_levels, self.systemone_max_levels
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any] | None) -> "RequestLimits":
+    def from_dict(cls, values: dict[str, Any] | None) -> RequestLimits:
         """Build from a config mapping (unknown keys are an error, so typos do not pass silently)."""
         values = dict(values or {})
         known = {f.name for f in fields(cls)}

@@ -6,7 +6,7 @@ Requests: unknown fields are refused everywhere except the accepted top-level ``
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
@@ -15,6 +15,15 @@ from translators.wire_types import Closed, Open, by_kind, tagged
 
 JsonObject = dict[str, Any]
 Number = StrictInt | StrictFloat
+
+# The unions below are built by ``tagged`` / ``by_kind`` for one readable error each; a type checker
+# sees what they validate to (the ``TYPE_CHECKING`` branches), the same members in plain union form.
+if TYPE_CHECKING:
+    ChoiceValue = str | bool
+    JsonData = JsonObject | list[JsonObject]
+else:
+    ChoiceValue = by_kind("a string or a boolean", str=StrictStr, bool=StrictBool)
+    JsonData = by_kind("an object or a list of objects", object=JsonObject, list=list[JsonObject])
 
 # ----------------------------------------------------------------------------------- request
 
@@ -61,17 +70,26 @@ class InputImagePart(QuestionImagePart):
 
 class InputJsonPart(Closed):
     type: Literal["input_json"]
-    data: by_kind("an object or a list of objects", object=JsonObject, list=list[JsonObject])
+    data: JsonData
 
 
-UserPart = tagged("type", {"input_text": InputTextPart, "input_image": InputImagePart, "input_json": InputJsonPart})
-InstructionPart = tagged("type", {"input_text": QuestionTextPart, "input_image": QuestionImagePart,
-                                  "input_json": InputJsonPart})
+if TYPE_CHECKING:
+    UserPart = InputTextPart | InputImagePart | InputJsonPart
+    InstructionPart = QuestionTextPart | QuestionImagePart | InputJsonPart
+    UserContent = str | list[UserPart]
+    InstructionContent = str | list[InputTextPart]
+else:
+    UserPart = tagged("type", {"input_text": InputTextPart, "input_image": InputImagePart,
+                               "input_json": InputJsonPart})
+    InstructionPart = tagged("type", {"input_text": QuestionTextPart, "input_image": QuestionImagePart,
+                                      "input_json": InputJsonPart})
+    UserContent = by_kind("a string or a list of content parts", str=StrictStr, list=list[UserPart])
+    InstructionContent = by_kind("a string or a list of input_text parts", str=StrictStr, list=list[InputTextPart])
 
 
 class UserMessage(Closed):
     role: Literal["user"]
-    content: by_kind("a string or a list of content parts", str=StrictStr, list=list[UserPart])
+    content: UserContent
     type: Literal["message"] | None = None
 
 
@@ -79,16 +97,22 @@ class InstructionMessage(Closed):
     """A developer or system message: text only."""
 
     role: Literal["developer", "system"]
-    content: by_kind("a string or a list of input_text parts", str=StrictStr, list=list[InputTextPart])
+    content: InstructionContent
     type: Literal["message"] | None = None
 
 
-InputItem = tagged("role", {"user": UserMessage, "developer": InstructionMessage, "system": InstructionMessage})
-Instructions = by_kind("a string or a list of content parts", str=StrictStr, list=list[InstructionPart])
+if TYPE_CHECKING:
+    InputItem = UserMessage | InstructionMessage
+    Instructions = str | list[InstructionPart]
+    Input = str | list[InputItem]
+else:
+    InputItem = tagged("role", {"user": UserMessage, "developer": InstructionMessage, "system": InstructionMessage})
+    Instructions = by_kind("a string or a list of content parts", str=StrictStr, list=list[InstructionPart])
+    Input = by_kind("a string or a list of input messages", str=StrictStr, list=list[InputItem])
 
 
 class ChoiceOption(Closed):
-    value: by_kind("a string or a boolean", str=StrictStr, bool=StrictBool)
+    value: ChoiceValue
     description: StrictStr | None = None
 
 
@@ -123,8 +147,11 @@ class BoxQuestion(Closed):
     name: StrictStr | None = None
 
 
-Question = tagged("type", {"predicate": PredicateQuestion, "choice": ChoiceQuestion, "score": ScoreQuestion,
-                           "box": BoxQuestion})
+if TYPE_CHECKING:
+    Question = PredicateQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion
+else:
+    Question = tagged("type", {"predicate": PredicateQuestion, "choice": ChoiceQuestion, "score": ScoreQuestion,
+                               "box": BoxQuestion})
 
 
 class PromptCacheOptions(Closed):
@@ -134,7 +161,7 @@ class PromptCacheOptions(Closed):
 
 class DecisionCreateRequest(Closed):
     model: StrictStr
-    input: by_kind("a string or a list of input messages", str=StrictStr, list=list[InputItem])
+    input: Input
     questions: list[Question]
     safety_identifier: StrictStr | None = None
     prompt_cache_key: StrictStr | None = None
@@ -147,7 +174,7 @@ class DecisionCreateRequest(Closed):
 
 
 class ChoiceProbability(Open):
-    value: by_kind("a string or a boolean", str=StrictStr, bool=StrictBool)
+    value: ChoiceValue
     probability: Number
 
 
@@ -173,7 +200,7 @@ class PredicateAnswer(Open):
 class ChoiceAnswer(Open):
     type: Literal["choice"]
     name: StrictStr | None = None
-    choice: by_kind("a string or a boolean", str=StrictStr, bool=StrictBool)
+    choice: ChoiceValue
     confidence: Number
     probabilities: list[ChoiceProbability]
 
@@ -198,8 +225,11 @@ class BoxAnswer(Open):
     confidence: Number | None = None
 
 
-Answer = tagged("type", {"predicate": PredicateAnswer, "choice": ChoiceAnswer, "score": ScoreAnswer,
-                         "refusal": RefusalAnswer, "box": BoxAnswer})
+if TYPE_CHECKING:
+    Answer = PredicateAnswer | ChoiceAnswer | ScoreAnswer | RefusalAnswer | BoxAnswer
+else:
+    Answer = tagged("type", {"predicate": PredicateAnswer, "choice": ChoiceAnswer, "score": ScoreAnswer,
+                             "refusal": RefusalAnswer, "box": BoxAnswer})
 
 
 class InputTokensDetails(Open):

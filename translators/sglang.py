@@ -6,17 +6,16 @@ are read leniently (SGLang omits ``completion_tokens``, MAX adds ``prompt_tokens
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from translators.content import compact_json
-from translators.errors import UpstreamError, Unsupported
-from translators.ir import Answer, DecisionRequest, DecisionResult, Question, Usage
+from translators.errors import Unsupported, UpstreamError
+from translators.ir import Answer, DecisionRequest, DecisionResult, Level, Question, Usage
 
-JSONText = Union[str, dict, list]  # question text, descriptions and levels: a string or JSON
+JSONText = str | dict[str, Any] | list[Any]  # question text, descriptions and levels: a string or JSON
 
 
 def is_blank(value: Any) -> bool:
@@ -58,7 +57,7 @@ class ChoiceQuestion(_QuestionBase):
     options: list[ChoiceOption] = Field(min_length=2, max_length=26)
 
     @model_validator(mode="after")
-    def _distinct_names(self) -> "ChoiceQuestion":
+    def _distinct_names(self) -> ChoiceQuestion:
         problem = option_name_problem([o.name for o in self.options])
         if problem:
             raise ValueError(f"question '{self.id}': {problem}")
@@ -71,7 +70,7 @@ class ScoreQuestion(_QuestionBase):
 
     @field_validator("levels")
     @classmethod
-    def _levels_filled(cls, levels: list) -> list:
+    def _levels_filled(cls, levels: list[Any]) -> list[Any]:
         for i, level in enumerate(levels):
             if is_blank(level):
                 raise ValueError(f"level {i} must not be blank")
@@ -84,15 +83,15 @@ class YesNoQuestion(_QuestionBase):
     no: JSONText | None = None
 
 
-WireQuestion = Annotated[Union[ChoiceQuestion, ScoreQuestion, YesNoQuestion], Field(discriminator="type")]
+WireQuestion = Annotated[ChoiceQuestion | ScoreQuestion | YesNoQuestion, Field(discriminator="type")]
 
 
 class DecisionsRequest(_Strict):
     input: JSONText
-    images: list | None = None
+    images: list[Any] | None = None
     questions: list[WireQuestion] = Field(min_length=1)
     temperature: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    chat_template_kwargs: dict | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
     prompt_format_version: int | None = None
     return_prompt_token_ids: bool = False
     model: str | None = None
@@ -103,7 +102,7 @@ class DecisionsRequest(_Strict):
         return _not_blank(value)
 
     @model_validator(mode="after")
-    def _distinct_ids(self) -> "DecisionsRequest":
+    def _distinct_ids(self) -> DecisionsRequest:
         seen: set[str] = set()
         for q in self.questions:
             if q.id in seen:
@@ -209,12 +208,12 @@ def _json_text(value: Any) -> JSONText:
     return value if isinstance(value, (str, dict, list)) else compact_json(value)
 
 
-def _level_text(level) -> str:
+def _level_text(level: Level) -> str:
     label = compact_json(level.label)
     return f"{label}: {level.description}" if level.description else label
 
 
-def _render_question(q: Question, position: int) -> dict:
+def _render_question(q: Question, position: int) -> dict[str, Any]:
     body: dict[str, Any] = {"id": wire_question_id(q, position), "type": q.kind, "question": _question_text(q)}
     if q.kind == "yes_no":
         if q.yes is not None:
@@ -232,7 +231,7 @@ def _render_question(q: Question, position: int) -> dict:
     return body
 
 
-def render_request(req: DecisionRequest, model: str, prompt_format_version: int | None) -> dict:
+def render_request(req: DecisionRequest, model: str, prompt_format_version: int | None) -> dict[str, Any]:
     """The ``/v1/decisions`` body for ``req``; ``prompt_format_version`` pins the upstream's wording."""
     if req.input.images:
         raise Unsupported("this /v1/decisions upstream reads text only, and the request has images", loc=("input",))
@@ -284,7 +283,7 @@ def _answer(q: Question, wire: DecisionAnswer) -> Answer:
     return Answer(question_id=q.id, kind=q.kind, probabilities=probs, label_mass=mass, extra=extra)
 
 
-def parse_response(body: dict, req: DecisionRequest) -> DecisionResult:
+def parse_response(body: dict[str, Any], req: DecisionRequest) -> DecisionResult:
     """An upstream's ``/v1/decisions`` response as the IR; anything unusable is an ``UpstreamError`` 502."""
     try:
         parsed = DecisionsResponse.model_validate(body)

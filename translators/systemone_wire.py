@@ -8,7 +8,7 @@ strict enough for the Nimble client (integers for tokens, non-null confidence, m
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, StrictFloat, StrictInt, StrictStr, Tag, field_validator
 
@@ -48,7 +48,11 @@ class BoxQuestion(Closed):
     instructions: JSON
 
 
-Question = tagged("type", {"noul": NoulQuestion, "choice": ChoiceQuestion, "score": ScoreQuestion, "box": BoxQuestion})
+if TYPE_CHECKING:  # what the tagged union (one readable error for a missing or unknown type) validates to
+    Question = NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion
+else:
+    Question = tagged("type", {"noul": NoulQuestion, "choice": ChoiceQuestion, "score": ScoreQuestion,
+                               "box": BoxQuestion})
 
 
 class PartAsset(Closed):
@@ -72,7 +76,7 @@ def _asset_kind(value: Any) -> str:
     return "~part" if isinstance(value, dict) and "part" in value else "~inline"
 
 
-Asset = Annotated[Union[Annotated[PartAsset, Tag("~part")], Annotated[InlineAsset, Tag("~inline")]],
+Asset = Annotated[Annotated[PartAsset, Tag("~part")] | Annotated[InlineAsset, Tag("~inline")],
                   Discriminator(_asset_kind)]
 
 

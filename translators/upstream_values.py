@@ -77,7 +77,7 @@ def usage(raw: Any) -> Usage:
     )
 
 
-def model_name(body: dict, requested: str) -> str:
+def model_name(body: dict[str, Any], requested: str) -> str:
     model = body.get("model")
     return model if isinstance(model, str) and model else requested
 
@@ -86,7 +86,8 @@ def describe_question(qid: str, name: str | None = None) -> str:
     return f"question '{name}'" if name else f"question '{qid}'"
 
 
-def open_answer(question: Question, raw: Any, expected_type: str, known_fields: set[str]) -> tuple[str, dict, bool]:
+def open_answer(question: Question, raw: Any, expected_type: str,
+                known_fields: set[str]) -> tuple[str, dict[str, Any], bool]:
     """Check one upstream answer's envelope: (how messages name the question, unknown fields, refused?).
 
     An answer that is not an object, or whose type is neither the question's nor ``refusal``, is a 502.

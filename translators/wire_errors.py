@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
 
@@ -50,7 +51,7 @@ def describe(exc: ValidationError, path_text: Callable[[Loc], str],
     return problems
 
 
-def _one(error: dict[str, Any], loc: Loc, path_text: Callable[[Loc], str]) -> tuple[Loc, str, str]:
+def _one(error: ErrorDetails, loc: Loc, path_text: Callable[[Loc], str]) -> tuple[Loc, str, str]:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = error.get("input")
@@ -109,5 +110,8 @@ def json_kind_name(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else json_kind_name(value) if isinstance(value, (dict, list)) else str(value)
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        text = json_kind_name(value) if isinstance(value, (dict, list)) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
