@@ -73,6 +73,7 @@ class Decider:
     def __init__(self, loaded: LoadedModel, engine: ScoringEngine):
         self.loaded = loaded
         self.engine = engine
+        self.format: DeciderPromptFormat | ChatPromptFormat
         if loaded.decider_config is not None:
             try:
                 self.format = DeciderPromptFormat(loaded.tokenizer, loaded.decider_config, loaded.context_length)

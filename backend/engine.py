@@ -69,7 +69,8 @@ class ScoringEngine:
                 self._cond.wait()
             if self._closed and not self._pending:
                 return None
-            taken, rows = [], 0
+            taken: list[_Job] = []
+            rows = 0
             while self._pending and (not taken or rows + len(self._pending[0].rows) <= self.max_rows_per_pass):
                 job = self._pending.pop(0)
                 taken.append(job)

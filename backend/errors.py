@@ -14,7 +14,7 @@ class BackendRefusal(Exception):
         self.headers = headers or {}
         self.payload = payload  # a complete error body in another envelope (System One's 422 ``detail`` list)
 
-    def for_question(self, question_id: str) -> "BackendRefusal":
+    def for_question(self, question_id: str) -> BackendRefusal:
         return BackendRefusal(f"question '{question_id}': {self.message}", self.status, self.headers, self.payload)
 
 

@@ -43,7 +43,9 @@ async def call(model_ref: str, path: str, body: dict) -> tuple[int, dict, dict[s
     """
     key = _key(model_ref)
     try:
-        service = _services.get(key) or await asyncio.to_thread(get_service, key)
+        service = _services.get(key)
+        if service is None:
+            service = await asyncio.to_thread(get_service, key)
     except ModelLoadError as err:  # a configuration problem: name it rather than fail as a crash
         return 400, error_body(BackendRefusal(f"the local model '{model_ref}' cannot be loaded: {err}")), {}
     return await service.handle(path, body)

@@ -153,7 +153,8 @@ def load_model(model_ref: str = "default", *, device: str | None = None, dtype: 
         model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=chosen_dtype)
     except Exception as err:  # noqa: BLE001 - whatever transformers or gguf raise, the reference is unusable
         raise ModelLoadError(f"'{model_ref}' could not be loaded as a causal LM: {err}") from err
-    model.to(chosen_device)
+    # transformers types PreTrainedModel.to through a decorator that drops the bound self
+    model.to(chosen_device)  # type: ignore[arg-type]
     model.eval()
     decider = _read_decider_config(folder)
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(

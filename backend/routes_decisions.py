@@ -53,7 +53,8 @@ async def decisions(decider: Decider, body: Any) -> dict:
         raise BackendRefusal(f"prompt_format_version {req.prompt_format_version} is not served, "
                              f"this server uses version {decider.version}")
     if req.images:
-        raise BackendRefusal(f"{ROUTE} images require a model served with multimodal input, and this model reads text only")
+        raise BackendRefusal(f"{ROUTE} images require a model served with multimodal input, "
+                             f"and this model reads text only")
     specs = [spec_from_wire(q) for q in req.questions]
     plans = await decider.prepare(compact_json(req.input), specs, temperature=req.temperature,
                                   chat_template_kwargs=req.chat_template_kwargs)
@@ -72,6 +73,8 @@ async def decisions(decider: Decider, body: Any) -> dict:
             item["score"] = answer.score
         item["label_mass"] = answer.label_mass
         if req.return_prompt_token_ids:
+            # multi-row questions were refused above, so every answer has its one row's ids
+            assert answer.prompt_token_ids is not None and answer.label_token_ids is not None
             item["prompt_token_ids"] = list(answer.prompt_token_ids)
             item["label_token_ids"] = list(answer.label_token_ids)
         rendered[answer.spec.id] = item
@@ -104,9 +107,10 @@ async def score(decider: Decider, body: Any) -> dict:
     if not isinstance(items, list) or not items:
         raise BackendRefusal("items must be a nonempty list of token id lists")
     labels = body.get("label_token_ids")
-    per_item = isinstance(labels, list) and labels and all(isinstance(x, list) for x in labels)
-    label_lists = [_id_list(x, f"label_token_ids[{i}]") for i, x in enumerate(labels)] if per_item \
-        else [_id_list(labels, "label_token_ids")] * len(items)
+    if isinstance(labels, list) and labels and all(isinstance(x, list) for x in labels):  # one list per item
+        label_lists = [_id_list(x, f"label_token_ids[{i}]") for i, x in enumerate(labels)]
+    else:
+        label_lists = [_id_list(labels, "label_token_ids")] * len(items)
     if len(label_lists) != len(items):
         raise BackendRefusal("label_token_ids needs one list per item")
     temperature = body.get("temperature", 1.0)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import torch
 
-
 PAD_ID = 0  # any id: with right padding no real token ever attends to a pad
 
 
@@ -127,7 +126,7 @@ class Scorer:
         cache = getattr(out, "cache", None)
         return cache if cache is not None else out.past_key_values
 
-    def _last_hidden(self, suffixes: list[Sequence[int]], prefix_len: int, cache) -> torch.Tensor:
+    def _last_hidden(self, suffixes: Sequence[Sequence[int]], prefix_len: int, cache) -> torch.Tensor:
         """Hidden state at each suffix's last real token, one right-padded forward for all."""
         width = max(len(s) for s in suffixes)
         ids = torch.full((len(suffixes), width), PAD_ID, dtype=torch.long)

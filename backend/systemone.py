@@ -122,7 +122,7 @@ def _validate(body: Any) -> None:
 
 def spec_from_systemone(qid: str, q: dict) -> QuestionSpec:
     text = _text(q.get("instructions"))
-    criteria = q.get("criteria")
+    criteria: Any = q.get("criteria")  # JSON of the shape _check_question accepted for q["type"]
     if q["type"] == "noul":
         criteria = criteria or {}
         yes, no = criteria.get("true"), criteria.get("false")

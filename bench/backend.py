@@ -67,7 +67,8 @@ def questions(count: int) -> list[QuestionSpec]:
             out.append(QuestionSpec(f"q{i}", "yes_no", f"The message is about {topic} (check {i})."))
         elif i % 3 == 1:
             out.append(QuestionSpec(f"q{i}", "choice", f"Which team handles {topic}? (case {i})", options=(
-                ("billing", "charges and refunds"), ("technical", "bugs and outages"), ("sales", None), ("other", None))))
+                ("billing", "charges and refunds"), ("technical", "bugs and outages"), ("sales", None),
+                ("other", None))))
         else:
             out.append(QuestionSpec(f"q{i}", "score", f"How urgent is {topic}? (case {i})",
                                     levels=("no rush", "this week", "today", "immediately")))
@@ -147,11 +148,11 @@ def run(args) -> tuple[list[dict], dict]:
         for count in args.questions:
             specs = questions(count)
 
-            def ours():
+            def ours(text: str = text, specs: list[QuestionSpec] = specs) -> None:
                 plans = decider.plan(text, specs)
                 scorer.score([p.rows[0] for p in plans])
 
-            def naive():
+            def naive(text: str = text, specs: list[QuestionSpec] = specs) -> None:
                 plans = decider.plan(text, specs)
                 for p in plans:
                     scorer.reference_logprobs(p.rows[0].prompt_ids)

@@ -16,9 +16,10 @@ Measured: the upstream alone at concurrency 1 (both routes); through the gateway
 throughput at ``--concurrency`` for ``/v1/systemone`` -> typesafe (and the upstream alone, for scale);
 the gateway's RSS after the run (``/proc/<pid>/status``). With two or more cores (and unless
 ``--no-pin``), the gateway is pinned to core 0 and the upstream and the load client to core 1
-(``sched_setaffinity``), so the gateway's figures are not mixed with the other two processes' CPU time. Every case is bounded by its request count
-and by one overall ``--timeout``; all processes are stopped at the end. Prints a table and rewrites
-the "Gateway overhead" section of docs/benchmarks.md (other sections are left as they are).
+(``sched_setaffinity``), so the gateway's figures are not mixed with the other two processes' CPU
+time. Every case is bounded by its request count and by one overall ``--timeout``; all processes are
+stopped at the end. Prints a table and rewrites the "Gateway overhead" section of docs/benchmarks.md
+(other sections are left as they are).
 """
 
 from __future__ import annotations
@@ -60,14 +61,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_http(url: str, proc: subprocess.Popen, deadline: float, log_path: Path | None = None) -> None:
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], deadline: float, log_path: Path | None = None) -> None:
     """Poll ``url`` until it answers 200; fail early if the process exits."""
     import urllib.error
     import urllib.request
 
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before it served:\n{_tail(log_path)}")
+            args = proc.args
+            program = os.fsdecode(args if isinstance(args, (str, bytes, os.PathLike)) else args[0])
+            raise RuntimeError(f"{program} exited with {proc.returncode} before it served:\n{_tail(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
@@ -198,6 +201,7 @@ async def drive(session, base: str, case: Case, total: int, deadline: float, rec
     async def one() -> None:
         nonlocal checked
         started = time.perf_counter()
+        error: str | None
         try:
             async with session.post(url, data=case.body, headers=headers) as response:
                 payload = await response.read()

@@ -8,6 +8,7 @@ release_date}``); Nimble requires both lists. Each model also reports its provid
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -39,7 +40,7 @@ async def readiness(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
     client_ready, loaded = state.upstream.started, state.models_loaded
     ready = client_ready and loaded
-    body = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
+    body: dict[str, Any] = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
             "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
             "local_models": "loaded" if loaded else "loading"}
     failed = state.warmup.result() if loaded and state.warmup is not None and not state.warmup.cancelled() else {}

@@ -14,9 +14,9 @@ import httpx
 import pytest
 import zstandard
 
+from backend.prompts import QuestionSpec
 from backend.server import create_app
 from backend.service import DecisionService
-from backend.prompts import QuestionSpec
 from tests.backend.conftest import TICKET, choice_question, score_question, yes_no_question
 
 TOL = 1e-5

@@ -13,9 +13,9 @@ from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from providers.local import LocalProvider
 from providers.registry import get_provider
 from providers.sglang import SGLangProvider
+from tests.backend.conftest import TICKET
 from translators.errors import DecisionError, UpstreamError
 from translators.ir import DecisionInput, DecisionRequest, Level, Option, Question
-from tests.backend.conftest import TICKET
 
 REQUEST = DecisionRequest(model="sglang/smollm2", wire="systemone", input=DecisionInput(state=TICKET), questions=(
     Question(id="team", kind="choice", instructions="Which team should handle this ticket?",

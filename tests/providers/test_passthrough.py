@@ -8,8 +8,8 @@ import logging
 import httpx
 import pytest
 
-from tests.fakes.selfhosted import FakeLaya, FakeNimble
 from tests.conftest import start_gateway
+from tests.fakes.selfhosted import FakeLaya, FakeNimble
 from tests.fakes.typesafe import FakeTypeSafe
 
 CONFIG = {"model_list": [{"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": "cfg"}}]}

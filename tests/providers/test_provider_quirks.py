@@ -14,7 +14,6 @@ from tests.providers import helpers as h
 from tests.providers.cases import BY_NAME
 from translators.errors import RequestInvalid, Unsupported
 
-
 # ---- registry ------------------------------------------------------------------------------------
 
 
