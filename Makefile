@@ -1,4 +1,5 @@
-# decisions-gateway: `make run` serves the embedded default model, `make test` runs the tests.
+# decisions-gateway: `make run` serves the embedded default model, `make test` runs the tests,
+# `make lint` runs ruff and mypy.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ HOST ?= 0.0.0.0
 PORT ?= 4000
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench clean
+.PHONY: install run test lint bench clean
 
 install: $(STAMP)
 
@@ -25,6 +26,11 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# ruff and mypy, as configured in pyproject.toml (mypy's file list is there too).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python -m bench.upstream_client
