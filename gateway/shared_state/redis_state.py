@@ -8,7 +8,7 @@ step) and ``record_latency``. The many-key reads are one round trip each: ``MGET
 ``latency``. Fixed windows take the Redis server's clock (``TIME``), so every process agrees on
 the window whatever its own clock says.
 
-Socket timeouts are short (0.25 s to connect and to read, unless told otherwise), redis-py's own
+Timeouts are short (0.25 s to connect, 0.25 s for a call's answer, unless told otherwise), redis-py's own
 retries are off, at most ``max_connections`` calls run at once and a call waits at most
 ``pool_timeout_s`` for its turn, so a dead Redis answers with an error quickly instead of stalling
 the request; ``FailoverState`` turns that error into memory service. ``RedisState`` itself raises
@@ -30,6 +30,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.shared_state.base import LATENCY_SAMPLES, Backend, SharedState
 from gateway.shared_state.memory import WINDOW_SLACK_S
@@ -152,9 +153,13 @@ class RedisState(SharedState):
         self._latency_samples = latency_samples
         # redis-py's BlockingConnectionPool costs about 70 us a call in its own waiting; the plain
         # pool does not wait, so the bound on connections (and on waiting for one) is _Slots.
+        # The read/write timeout is one asyncio.timeout around each call (_call): redis-py's own
+        # socket_timeout wraps every send in asyncio.wait_for, a new task per command on 3.11.
+        # A call cut off by it closes its connection (redis-py disconnects on any interruption).
         self._pool = aioredis.ConnectionPool.from_url(
-            url, socket_connect_timeout=connect_timeout_s, socket_timeout=socket_timeout_s,
+            url, socket_connect_timeout=connect_timeout_s, socket_timeout=None,
             retry=Retry(NoBackoff(), 0), health_check_interval=0, **_DRIVER_INFO)
+        self._timeout_s = socket_timeout_s
         self._slots = _Slots(max_connections, pool_timeout_s)
         self._redis = aioredis.Redis(connection_pool=self._pool)
         self._incr_ttl = self._redis.register_script(_INCR_TTL)
@@ -187,7 +192,11 @@ class RedisState(SharedState):
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Run one Redis command (or script, or pipeline) in a connection slot."""
         async with self._slots:
-            return await command(*args, **kwargs)
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    return await command(*args, **kwargs)
+            except TimeoutError:  # asyncio's; redis-py's own (connect) is a RedisError
+                raise RedisTimeoutError(f"no answer from Redis within {self._timeout_s} s") from None
 
     # ---- counters -------------------------------------------------------------------------------
 

@@ -27,6 +27,12 @@ REDIS_URL = os.environ.get("DECISIONS_GATEWAY_TEST_REDIS_URL", "redis://127.0.0.
 START_TIMEOUT_S = 10.0
 
 
+def make_redis_state() -> RedisState:
+    """A RedisState on the test Redis with timeouts generous enough for a loaded CI machine (the
+    behaviour under test is the semantics; the failover tests keep the short defaults)."""
+    return RedisState(REDIS_URL, connect_timeout_s=2, socket_timeout_s=2, pool_timeout_s=2)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -66,7 +72,7 @@ async def delete_prefix(prefix: str) -> None:
 
 @pytest_asyncio.fixture(loop_scope="function")
 async def redis_state(prefix: str) -> AsyncIterator[RedisState]:
-    state = RedisState(REDIS_URL)
+    state = make_redis_state()
     yield state
     await state.close()
     await delete_prefix(prefix)
@@ -74,7 +80,7 @@ async def redis_state(prefix: str) -> AsyncIterator[RedisState]:
 
 @pytest_asyncio.fixture(loop_scope="function", params=["memory", "redis"])
 async def state(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[SharedState]:
-    shared: SharedState = MemoryState() if request.param == "memory" else RedisState(REDIS_URL)
+    shared: SharedState = MemoryState() if request.param == "memory" else make_redis_state()
     yield shared
     await shared.close()
     if request.param == "redis":

@@ -17,8 +17,8 @@ RETRY_AFTER_S = 0.1
 LOGGER = "gateway.shared_state"
 
 
-def failover(url: str) -> FailoverState:
-    return FailoverState(RedisState(url), MemoryState(), retry_after_s=RETRY_AFTER_S)
+def failover(url: str, **redis_options: float) -> FailoverState:
+    return FailoverState(RedisState(url, **redis_options), MemoryState(), retry_after_s=RETRY_AFTER_S)
 
 
 async def one_of_each(state: SharedState, prefix: str) -> None:
@@ -117,7 +117,9 @@ async def test_check_degrades_at_start_up_when_redis_is_not_there():
 
 async def test_killed_mid_load_then_restarted_it_reconnects(redis_server: RedisServer, prefix: str, caplog):
     caplog.set_level(logging.INFO, logger=LOGGER)
-    state = failover(redis_server.url)
+    # Generous timeouts, so a loaded machine cannot fail a call before the kill: the kill itself
+    # resets the connections, which fails the calls at once whatever the timeouts.
+    state = failover(redis_server.url, connect_timeout_s=2, socket_timeout_s=2, pool_timeout_s=2)
     assert await state.check() is True
     errors: list[BaseException] = []
     calls = 0

@@ -8,13 +8,13 @@ import redis.asyncio as aioredis
 
 from gateway.shared_state import RedisState
 from gateway.shared_state.redis_state import redact_url
-from tests.shared_state.conftest import REDIS_URL, delete_prefix
+from tests.shared_state.conftest import REDIS_URL, delete_prefix, make_redis_state
 
 ONE_WINDOW_S = 10**9
 
 
 async def test_two_instances_share_counters_windows_cooldowns_and_latency(prefix: str):
-    one, two = RedisState(REDIS_URL), RedisState(REDIS_URL)  # as two gateway processes would
+    one, two = make_redis_state(), make_redis_state()  # as two gateway processes would
     try:
         await one.incr(prefix + "inflight", 1, ttl_s=30)
         assert await two.incr(prefix + "inflight", 1, ttl_s=30) == 2

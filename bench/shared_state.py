@@ -1,0 +1,175 @@
+"""Shared state benchmark: what one call of the state interface costs, in memory and on Redis.
+
+    python -m bench.shared_state [--calls 3000] [--warmup 300] [--redis-url redis://127.0.0.1:6379/0]
+                                 [--no-write]
+
+One process, one call at a time (concurrency 1), so each figure is one call's own latency: the
+three calls a routed request makes most, ``incr`` with a ttl (an in-flight count; a Lua script in
+Redis), ``window_add`` with a limit (a rate-limit check-and-add; a Lua script) and ``get_many`` of 4
+keys (the cooldowns of a model group; one ``MGET``), on ``MemoryState``, on ``RedisState`` against
+the Redis at ``--redis-url`` (loopback) and on ``FailoverState`` over that Redis (what the gateway
+runs with Redis configured). Keys go under a random prefix and are deleted at the end. Prints a
+table and rewrites the "Shared state" section of docs/benchmarks.md (other sections are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+import redis.asyncio as aioredis
+
+from bench.docs_section import replace_section
+from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+SECTION = "## Shared state"
+REDIS_URL = "redis://127.0.0.1:6379/0"
+WINDOW_S = 60
+
+
+@dataclass
+class Case:
+    backend: str
+    call: str
+    latencies_us: list[float] = field(default_factory=list)
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies_us)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+
+
+@dataclass
+class Results:
+    cases: list[Case]
+    env: dict
+
+
+def calls(prefix: str) -> list[tuple[str, Callable[[SharedState], Awaitable[object]]]]:
+    cooldowns = [f"{prefix}router:cooldown:dep-{i}" for i in range(4)]
+    return [
+        ("incr (ttl)", lambda s: s.incr(prefix + "router:inflight:dep-0", 1, ttl_s=60)),
+        ("window_add (limit)", lambda s: s.window_add(prefix + "limits:rpm:key-0", 1, WINDOW_S, limit=10**12)),
+        ("get_many (4 keys)", lambda s: s.get_many(cooldowns)),
+    ]
+
+
+async def measure(backend: str, state: SharedState, prefix: str, n: int, warmup: int) -> list[Case]:
+    cases = []
+    for name, call in calls(prefix):
+        for _ in range(warmup):
+            await call(state)
+        case = Case(backend, name)
+        clock = time.perf_counter_ns
+        for _ in range(n):
+            start = clock()
+            await call(state)
+            case.latencies_us.append((clock() - start) / 1000)
+        cases.append(case)
+    return cases
+
+
+async def delete_prefix(url: str, prefix: str) -> None:
+    client = aioredis.Redis.from_url(url)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def run_async(n: int, warmup: int, redis_url: str) -> Results:
+    prefix = f"bench:shared-state:{uuid.uuid4().hex}:"
+    admin = aioredis.Redis.from_url(redis_url)
+    try:
+        server = await admin.info("server")
+    finally:
+        await admin.aclose()
+    env = {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "machine": platform.machine(), "cpus": os.cpu_count(), "redis_py": redis.__version__,
+        "redis_server": server.get("redis_version", "?"), "calls": n, "warmup": warmup,
+        "load_start": os.getloadavg(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    cases: list[Case] = []
+    memory = MemoryState()
+    cases += await measure("memory", memory, prefix, n, warmup)
+    await memory.close()
+    plain = RedisState(redis_url)
+    failover = FailoverState(RedisState(redis_url), MemoryState())
+    try:
+        cases += await measure("redis", plain, prefix, n, warmup)
+        cases += await measure("failover over redis", failover, prefix, n, warmup)
+        env["failover_degraded"] = failover.degraded
+    finally:
+        await plain.close()
+        await failover.close()
+        await delete_prefix(redis_url, prefix)
+    return Results(cases, env)
+
+
+def run(n: int = 3000, warmup: int = 300, redis_url: str = REDIS_URL) -> Results:
+    return asyncio.run(run_async(n, warmup, redis_url))
+
+
+def section(results: Results) -> str:
+    env = results.env
+    load1, load5, _ = env["load_start"]
+    by = {(c.backend, c.call): c for c in results.cases}
+    backends = list(dict.fromkeys(c.backend for c in results.cases))
+    names = list(dict.fromkeys(c.call for c in results.cases))
+    method = (
+        f"`python -m bench.shared_state` ({env['calls']:,} calls of each kind per backend, one at a time, each "
+        f"after {env['warmup']} unrecorded ones; {env['python']}, {env['cpus']} CPUs ({env['machine']}), "
+        f"redis-py {env['redis_py']}, redis-server {env['redis_server']} on 127.0.0.1, {env['date']}; load "
+        f"average {load1:.2f} (1 min) / {load5:.2f} (5 min) at the start). `incr (ttl)` is an in-flight "
+        "count (a Lua script in Redis), `window_add (limit)` a rate-limit check-and-add (a Lua script), "
+        "`get_many (4 keys)` the cooldowns of a four-deployment group (one `MGET`). *failover over redis* is "
+        "`FailoverState(RedisState, MemoryState)`, what the gateway runs with Redis configured"
+        + ("" if not env.get("failover_degraded") else " (it was degraded during the run: its row is memory)")
+        + ". Client and Redis share the machine's cores; absolute figures move with its load."
+    )
+    header = "| call | " + " | ".join(f"{b} p50 µs | {b} p99 µs" for b in backends) + " |"
+    rule = "|---|" + "---:|---:|" * len(backends)
+    rows = []
+    for name in names:
+        cells = []
+        for backend in backends:
+            case = by[(backend, name)]
+            cells += [f"{case.percentile(50):,.1f}", f"{case.percentile(99):,.1f}"]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join([SECTION, "", method, "", header, rule, *rows, ""])
+
+
+def write_section(text: str, doc: Path | None = None) -> None:
+    """Replace the "Shared state" section of ``doc`` (append it when absent); keep the rest."""
+    replace_section(doc or DOC, SECTION, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=3000, help="recorded calls of each kind per backend")
+    parser.add_argument("--warmup", type=int, default=300, help="unrecorded calls before each case")
+    parser.add_argument("--redis-url", default=REDIS_URL)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    args = parser.parse_args(argv)
+    text = section(run(args.calls, args.warmup, args.redis_url))
+    print(text)
+    if not args.no_write:
+        write_section(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
