@@ -9,6 +9,7 @@ Messages carry a fixed capacity phrase so benchmark runners can tell "unsupporte
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from providers.base import Limits
 from translators.errors import IMAGES, Unsupported, Where
@@ -50,7 +51,7 @@ def estimate_tokens(req: DecisionRequest) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-def _chars(value) -> int:
+def _chars(value: Any) -> int:
     if value is None:
         return 0
     if isinstance(value, str):

@@ -30,7 +30,7 @@ class Where:
     question: QuestionRef | None = None
 
     @classmethod
-    def of_question(cls, index: int, question_id: str, part: str) -> "Where":
+    def of_question(cls, index: int, question_id: str, part: str) -> Where:
         return cls(part, QuestionRef(index, question_id))
 
 
@@ -62,7 +62,7 @@ class RequestInvalid(DecisionError):
     """The caller's request breaks a rule (400 on OpenAI, 422 on System One schema errors)."""
 
     def __init__(self, message: str, loc: Loc | Where | None = None, status: int = 400,
-                 code: str | None = None, errors: list["RequestInvalid"] | None = None, schema: bool = False):
+                 code: str | None = None, errors: list[RequestInvalid] | None = None, schema: bool = False):
         super().__init__(status=status, message=message, loc=loc, type="invalid_request_error", code=code)
         self.errors = errors or []  # further problems found in the same request (System One lists all)
         # A schema problem (missing or mistyped field, unreadable JSON): each wire answers it with its

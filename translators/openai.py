@@ -31,13 +31,13 @@ def parse_request(body: Any, limits: RequestLimits | None = None, parts: Parts |
     return parse_openai_request(body, limits)
 
 
-def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
+def render_response(result: DecisionResult, req: DecisionRequest) -> dict[str, Any]:
     """The ``/v1/decisions`` response: answers in question order, each echoing the question's name."""
     answers = [render_answer(question, answer) for question, answer in answers_in_order(result, req)]
     return {"model": result.model or req.model, "answers": answers, "usage": render_usage(result.usage)}
 
 
-def render_answer(question: Question, answer: Answer) -> dict:
+def render_answer(question: Question, answer: Answer) -> dict[str, Any]:
     name = question.name
     if answer.kind == "refusal":
         return {"type": "refusal", "name": name}
@@ -88,7 +88,7 @@ def locate(where: Where) -> Loc:
     return FIELDS.get(where.field, (where.field,))
 
 
-def render_error(err: DecisionError) -> tuple[int, dict]:
+def render_error(err: DecisionError) -> tuple[int, dict[str, Any]]:
     """(status, OpenAI error envelope) with ``param`` naming the field, e.g. ``questions[2].choices``."""
     loc = locate(err.loc) if isinstance(err.loc, Where) else err.loc
     if loc and loc[0] == "body":

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from translators.content import messages_state
-from translators.errors import RequestInvalid, format_param
+from translators.errors import Loc, RequestInvalid, format_param
 from translators.images import image_from_url
 from translators.ir import DecisionInput, DecisionRequest, Image, Level, Option, Question, option_key
 from translators.limits import DEFAULT_LIMITS, RequestLimits, count_problem
@@ -22,7 +22,7 @@ ACCEPTED_EXTRA = ("metadata", "user")  # accepted at the top level, kept in Deci
 JSON_MAX_DEPTH, JSON_MAX_VALUES, JSON_MAX_BYTES = 32, 10_000, 256 * 1024
 
 
-def invalid(loc: tuple, message: str, code: str) -> RequestInvalid:
+def invalid(loc: Loc, message: str, code: str) -> RequestInvalid:
     return RequestInvalid(message, loc=loc or None, status=400, code=code)
 
 
@@ -47,7 +47,7 @@ def _check_model(model: str) -> None:
         raise invalid(("model",), "model must not be blank.", "blank")
 
 
-def _check_input(value: str | list) -> None:
+def _check_input(value: str | list[Any]) -> None:
     if isinstance(value, str):
         if not value.strip():
             raise invalid(("input",), "input must not be empty or blank.", "blank")
@@ -71,12 +71,12 @@ def _check_input(value: str | list) -> None:
         raise invalid(("input",), "input must contain some text, JSON or an image; every message is blank.", "blank")
 
 
-def _has_substance(part: dict) -> bool:
+def _has_substance(part: dict[str, Any]) -> bool:
     """A part that says something: non-blank text, an image, or JSON."""
     return part["type"] != "input_text" or bool(part["text"].strip())
 
 
-def _check_json(loc: tuple, data: Any) -> None:
+def _check_json(loc: Loc, data: Any) -> None:
     """OpenAI's bounds on input_json data: 32 container levels, 10,000 values, 256 KiB of compact UTF-8 JSON."""
     param = format_param(loc)
     values, deepest = 0, 0
@@ -99,7 +99,7 @@ def _check_json(loc: tuple, data: Any) -> None:
                            f"({JSON_MAX_BYTES:,} bytes).", "too_long")
 
 
-def _check_questions(questions: list[dict], limits: RequestLimits) -> None:
+def _check_questions(questions: list[dict[str, Any]], limits: RequestLimits) -> None:
     problem = count_problem("questions", len(questions), limits.min_questions, limits.max_questions)
     if problem:
         raise invalid(("questions",), problem, "count")
@@ -138,7 +138,7 @@ def _check_questions(questions: list[dict], limits: RequestLimits) -> None:
                                   f"{where}.levels[{j}].label must not be blank; every level needs a label.", "blank")
 
 
-def _check_unique_choices(i: int, choices: list[dict]) -> None:
+def _check_unique_choices(i: int, choices: list[dict[str, Any]]) -> None:
     seen: dict[str, tuple[int, Any]] = {}
     seen_folded: dict[str, tuple[int, Any]] = {}
     for j, choice in enumerate(choices):
@@ -166,7 +166,7 @@ def _check_unique_choices(i: int, choices: list[dict]) -> None:
         seen_folded[folded(key)] = (j, value)
 
 
-def question_ids(questions: list[dict]) -> list[str]:
+def question_ids(questions: list[dict[str, Any]]) -> list[str]:
     """The names when every question is named and names are unique, else "0", "1", ... (LiteLLM's rule)."""
     names = [q.get("name") for q in questions]
     if all(isinstance(n, str) for n in names) and len(set(names)) == len(names):
@@ -183,7 +183,7 @@ def _collect_images(parts: Any, images: dict[str, Image]) -> None:
             images.setdefault(image.ref, image)
 
 
-def _build(body: dict) -> DecisionRequest:
+def _build(body: dict[str, Any]) -> DecisionRequest:
     images: dict[str, Image] = {}
     raw_input = body["input"]
     if not isinstance(raw_input, str):

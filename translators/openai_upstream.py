@@ -6,11 +6,18 @@ import math
 from typing import Any
 
 from translators.content import SEGMENT_SEPARATOR, json_text, mentions, split_on_refs
-from translators.errors import Unsupported
+from translators.errors import Loc, Unsupported
 from translators.images import data_url
 from translators.ir import Answer, DecisionRequest, DecisionResult, Image, Question
-from translators.upstream_values import (bad, model_name, open_answer, optional_number, probability,
-                                         usage, yes_probability)
+from translators.upstream_values import (
+    bad,
+    model_name,
+    open_answer,
+    optional_number,
+    probability,
+    usage,
+    yes_probability,
+)
 
 OPENAI_TYPES = {"yes_no": "predicate", "choice": "choice", "score": "score", "box": "box"}
 DEFAULT_INSTRUCTIONS = {
@@ -25,7 +32,7 @@ ANSWER_FIELDS = {"type", "name", "probability", "choice", "confidence", "probabi
 # ------------------------------------------------------------------------------------- request
 
 
-def render_request(req: DecisionRequest, model: str) -> dict:
+def render_request(req: DecisionRequest, model: str) -> dict[str, Any]:
     """The body for an OpenAI Decisions upstream. ``Unsupported`` (400) for what OpenAI cannot ask."""
     for index, question in enumerate(req.questions):
         _check_supported(req, index, question)
@@ -43,6 +50,7 @@ def render_request(req: DecisionRequest, model: str) -> dict:
 
 def _check_supported(req: DecisionRequest, index: int, question: Question) -> None:
     where = f"question '{question.name or question.id}'"
+    loc: Loc
     if question.kind == "box":
         loc = ("questions", index, "type") if req.wire == "openai" else ("body", "questions", question.id)
         raise Unsupported(f"OpenAI Decisions has no box questions; {where} is a box question.", loc=loc,
@@ -55,14 +63,14 @@ def _check_supported(req: DecisionRequest, index: int, question: Question) -> No
                           f"{question.size}.", loc=loc, code="unsupported_question")
 
 
-def _image_part(image: Image) -> dict:
+def _image_part(image: Image) -> dict[str, Any]:
     part = {"type": "input_image", "image_url": data_url(image)}
     if image.detail:
         part["detail"] = image.detail
     return part
 
 
-def _text_with_images(text: str, images: dict[str, Image]) -> str | list[dict]:
+def _text_with_images(text: str, images: dict[str, Image]) -> str | list[dict[str, Any]]:
     """Plain text, or OpenAI parts when the text mentions image refs (text segments and images in order)."""
     pieces = split_on_refs(text, [ref for ref in images if ref in text])
     if not any(kind == "image" for kind, _ in pieces):
@@ -71,7 +79,7 @@ def _text_with_images(text: str, images: dict[str, Image]) -> str | list[dict]:
             for kind, value in pieces]
 
 
-def _input(req: DecisionRequest) -> str | list[dict]:
+def _input(req: DecisionRequest) -> str | list[dict[str, Any]]:
     if req.input.messages is not None:
         return req.input.messages
     text = json_text(req.input.state)
@@ -89,9 +97,10 @@ def _input(req: DecisionRequest) -> str | list[dict]:
     return [{"role": "user", "content": parts}]
 
 
-def _instructions(req: DecisionRequest, question: Question) -> str | list[dict]:
+def _instructions(req: DecisionRequest, question: Question) -> str | list[dict[str, Any]]:
     if req.wire == "openai" and question.instructions is not None:
-        return question.instructions  # as the caller sent it: a string or a list of parts
+        sent: str | list[dict[str, Any]] = question.instructions  # as the caller sent it: a string or parts
+        return sent
     text = "" if question.instructions is None else json_text(question.instructions)
     if question.kind == "yes_no":
         rules = [f"Answer {side} when: {json_text(rule)}"
@@ -109,7 +118,7 @@ def upstream_name(req: DecisionRequest, question: Question) -> str | None:
     return question.name if req.wire == "openai" else question.id
 
 
-def _question(req: DecisionRequest, question: Question) -> dict:
+def _question(req: DecisionRequest, question: Question) -> dict[str, Any]:
     out: dict[str, Any] = {"type": OPENAI_TYPES[question.kind]}
     name = upstream_name(req, question)
     if name is not None:
@@ -174,6 +183,8 @@ def _answer(question: Question, raw: Any) -> Answer:
     if question.kind == "box":
         return Answer(question.id, "box", confidence=confidence, box=read_box(raw.get("box"), what), extra=extra)
     entries = _entries(raw.get("probabilities"), what)
+    found: dict[Any, dict[str, Any]]  # answer entries by choice (type, value) or level index
+    keys: list[Any]
     if question.kind == "choice":
         found = {(type(e.get("value")), e.get("value")): e for e in entries if isinstance(e.get("value"), (str, bool))}
         if len(found) != len(entries):
@@ -198,13 +209,13 @@ def _answer(question: Question, raw: Any) -> Answer:
     return Answer(question.id, question.kind, tuple(probabilities), confidence=confidence, extra=extra)
 
 
-def _entries(value: Any, what: str) -> list[dict]:
+def _entries(value: Any, what: str) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise bad(f"The upstream answer for {what} has no probabilities list.")
     return value
 
 
-def read_box(value: Any, what: str) -> dict:
+def read_box(value: Any, what: str) -> dict[str, Any]:
     """{top, bottom, left, right} as finite numbers."""
     if not isinstance(value, dict):
         raise bad(f"The upstream answer for {what} has no box.")

@@ -18,9 +18,9 @@ from translators.upstream_values import answers_in_order
 __all__ = ["parse_request", "render_request", "parse_response", "render_response", "render_error", "locate"]
 
 
-def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
+def render_response(result: DecisionResult, req: DecisionRequest) -> dict[str, Any]:
     """The ``/v1/systemone`` response: answers keyed by question id; refusals listed apart, never made up."""
-    answers: dict[str, dict] = {}
+    answers: dict[str, dict[str, Any]] = {}
     refusals: list[str] = []
     for question, answer in answers_in_order(result, req):
         if answer.kind == "refusal":
@@ -34,7 +34,7 @@ def render_response(result: DecisionResult, req: DecisionRequest) -> dict:
     return body
 
 
-def render_answer(question: Question, answer: Answer) -> dict:
+def render_answer(question: Question, answer: Answer) -> dict[str, Any]:
     out: dict[str, Any]
     if answer.kind == "yes_no":
         out = {"type": "noul", "noul": answer.probability}
@@ -74,7 +74,7 @@ def locate(where: Where) -> Loc:
     return FIELDS.get(where.field, ("body", where.field))
 
 
-def render_error(err: DecisionError) -> tuple[int, dict]:
+def render_error(err: DecisionError) -> tuple[int, dict[str, Any]]:
     """422 with a FastAPI ``detail`` list for schema errors; otherwise ``{"detail": {message, error_type}}``."""
     if isinstance(err, RequestInvalid) and (err.status == 422 or err.schema):
         detail = [{"loc": list(_loc(e.loc) or ("body",)), "msg": e.message, "type": e.code or "value_error"}

@@ -85,7 +85,7 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _check_top(body: dict, problems: Problems) -> None:
+def _check_top(body: dict[str, Any], problems: Problems) -> None:
     if body.get("model") is None:
         problems.add(("body", "model"), "model is required (a model name such as jev-latest).", "missing")
     elif not body["model"].strip():
@@ -98,7 +98,7 @@ def _check_top(body: dict, problems: Problems) -> None:
                                          "remove it.", "unknown_field")
 
 
-def _check_questions(questions: dict, limits: RequestLimits, problems: Problems) -> None:
+def _check_questions(questions: dict[str, Any], limits: RequestLimits, problems: Problems) -> None:
     problem = count_problem("questions", len(questions), limits.min_questions, limits.max_questions)
     if problem:
         problems.add(("body", "questions"), problem, "count")
@@ -136,7 +136,7 @@ def _check_questions(questions: dict, limits: RequestLimits, problems: Problems)
                                                          "description (a string, an object or an array).", "blank")
 
 
-def _check_labels(where: str, loc: Loc, labels: dict, problems: Problems) -> None:
+def _check_labels(where: str, loc: Loc, labels: dict[str, Any], problems: Problems) -> None:
     """Choice labels: not blank, one line without control characters, distinct after trimming and case folding."""
     seen: dict[str, str] = {}
     for label in labels:
@@ -152,7 +152,7 @@ def _check_labels(where: str, loc: Loc, labels: dict, problems: Problems) -> Non
             seen[folded(label)] = label
 
 
-def _assets(body: dict, parts: Parts, problems: Problems) -> dict[str, Image]:
+def _assets(body: dict[str, Any], parts: Parts, problems: Problems) -> dict[str, Image]:
     assets = body.get("assets")
     if assets is None:
         return {}
@@ -175,7 +175,7 @@ def _assets(body: dict, parts: Parts, problems: Problems) -> dict[str, Image]:
     return images
 
 
-def _asset_image(ref: str, asset: dict, parts: Parts, problems: Problems) -> Image | None:
+def _asset_image(ref: str, asset: dict[str, Any], parts: Parts, problems: Problems) -> Image | None:
     loc = ("body", "assets", ref)
     if "part" in asset:
         if asset["part"] not in parts:
@@ -202,9 +202,9 @@ def _asset_image(ref: str, asset: dict, parts: Parts, problems: Problems) -> Ima
     return Image(ref=ref, media_type=media_type, data=data)
 
 
-def _question(key: str, raw: dict) -> Question:
+def _question(key: str, raw: dict[str, Any]) -> Question:
     kind = raw["type"]
-    criteria = raw.get("criteria")
+    criteria: Any = raw.get("criteria")  # JSON of the shape _check_questions accepted for kind
     return Question(
         id=key,
         kind=KINDS[kind],  # type: ignore[arg-type]
@@ -215,7 +215,7 @@ def _question(key: str, raw: dict) -> Question:
     )
 
 
-def _build(body: dict, images: dict[str, Image]) -> DecisionRequest:
+def _build(body: dict[str, Any], images: dict[str, Image]) -> DecisionRequest:
     state_text = json.dumps(body["state"], ensure_ascii=False)
     order = sorted(images, key=lambda ref: (state_text.find(ref) % (len(state_text) + 1), list(images).index(ref)))
     return DecisionRequest(

@@ -9,8 +9,16 @@ from translators.errors import Unsupported
 from translators.images import base64_text
 from translators.ir import Answer, DecisionRequest, DecisionResult, Level, Question
 from translators.openai_upstream import read_box
-from translators.upstream_values import (bad, describe_question, model_name, open_answer, optional_number, probability,
-                                         usage, yes_probability)
+from translators.upstream_values import (
+    bad,
+    describe_question,
+    model_name,
+    open_answer,
+    optional_number,
+    probability,
+    usage,
+    yes_probability,
+)
 
 S1_TYPES = {"yes_no": "noul", "choice": "choice", "score": "score", "box": "box"}
 ANSWER_FIELDS = {"type", "noul", "choice", "score", "confidence", "probabilities", "legend", "box",
@@ -20,7 +28,7 @@ ANSWER_FIELDS = {"type", "noul", "choice", "score", "confidence", "probabilities
 # ------------------------------------------------------------------------------------- request
 
 
-def render_request(req: DecisionRequest, model: str) -> dict:
+def render_request(req: DecisionRequest, model: str) -> dict[str, Any]:
     """``{"model", "state", "questions"}`` plus JSON ``assets`` (``data_base64``) when there are images."""
     body: dict[str, Any] = {
         "model": model,
@@ -51,7 +59,7 @@ def instructions_text(instructions: Any) -> Any:
     return instructions
 
 
-def _question(req: DecisionRequest, question: Question) -> dict:
+def _question(req: DecisionRequest, question: Question) -> dict[str, Any]:
     out: dict[str, Any] = {"type": S1_TYPES[question.kind]}
     origin_s1 = req.wire == "systemone"
     instructions = question.instructions if origin_s1 else instructions_text(question.instructions)

@@ -38,7 +38,7 @@ def clean_loc(loc: Loc, keep: Callable[[str], bool] = lambda _: False) -> Loc:
     return tuple(p for p in loc if not (isinstance(p, str) and p.startswith("~") and not keep(p)))
 
 
-def describe(exc: ValidationError, path_text: Callable[[Loc], str],
+def describe(exc: ValidationError, path_text: Callable[[Loc], str | None],
              loc_of: Callable[[Loc], Loc] = clean_loc) -> list[tuple[Loc, str, str]]:
     """(loc, sentence, code) for each problem pydantic found, in the order it found them."""
     problems: list[tuple[Loc, str, str]] = []
@@ -51,7 +51,7 @@ def describe(exc: ValidationError, path_text: Callable[[Loc], str],
     return problems
 
 
-def _one(error: ErrorDetails, loc: Loc, path_text: Callable[[Loc], str]) -> tuple[Loc, str, str]:
+def _one(error: ErrorDetails, loc: Loc, path_text: Callable[[Loc], str | None]) -> tuple[Loc, str, str]:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = error.get("input")
