@@ -79,16 +79,6 @@ async def measure(backend: str, state: SharedState, prefix: str, n: int, warmup:
     return cases
 
 
-async def delete_prefix(url: str, prefix: str) -> None:
-    client = aioredis.Redis.from_url(url)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
-
-
 async def run_async(n: int, warmup: int, redis_url: str) -> Results:
     prefix = f"bench:shared-state:{uuid.uuid4().hex}:"
     admin = aioredis.Redis.from_url(redis_url)
@@ -113,9 +103,9 @@ async def run_async(n: int, warmup: int, redis_url: str) -> Results:
         cases += await measure("failover over redis", failover, prefix, n, warmup)
         env["failover_degraded"] = failover.degraded
     finally:
+        await plain.delete_prefix(prefix)
         await plain.close()
         await failover.close()
-        await delete_prefix(redis_url, prefix)
     return Results(cases, env)
 
 

@@ -189,6 +189,17 @@ class RedisState(SharedState):
         """Close the pool's idle connections (after an outage they point at a Redis that is gone)."""
         await self._pool.disconnect(inuse_connections=False)
 
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every key whose name starts with ``prefix`` (SCAN, then DEL); return how many.
+
+        For tests, benchmarks and clean-ups, not for a request path: it walks the whole key space.
+        """
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+        keys = [key async for key in self._redis.scan_iter(match=pattern, count=1000)]
+        for start in range(0, len(keys), 1000):
+            await self._call(self._redis.delete, *keys[start:start + 1000])
+        return len(keys)
+
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Run one Redis command (or script, or pipeline) in a connection slot."""
         async with self._slots:

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 import pytest_asyncio
-import redis.asyncio as aioredis
 
 from gateway.shared_state import MemoryState, RedisState, SharedState
 
@@ -61,13 +60,11 @@ def prefix() -> str:
 
 async def delete_prefix(prefix: str) -> None:
     """Delete every key under ``prefix`` in the test Redis."""
-    client = aioredis.Redis.from_url(REDIS_URL)
+    state = make_redis_state()
     try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
+        await state.delete_prefix(prefix)
     finally:
-        await client.aclose()
+        await state.close()
 
 
 @pytest_asyncio.fixture(loop_scope="function")
