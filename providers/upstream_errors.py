@@ -70,10 +70,12 @@ def extract_message(payload: Any) -> str | None:
     error = payload.get("error")
     if isinstance(error, str):
         return error
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    if isinstance(payload.get("message"), str):
-        return payload["message"]
+    said = error.get("message") if isinstance(error, dict) else None
+    if isinstance(said, str):
+        return said
+    said = payload.get("message")
+    if isinstance(said, str):
+        return said
     detail = payload.get("detail")
     if isinstance(detail, str):
         return detail
