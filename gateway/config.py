@@ -41,6 +41,7 @@ class GatewayConfig:
     environment_variables: dict = field(default_factory=dict)
     extra_sections: dict = field(default_factory=dict)  # credential_list, guardrails, ...: kept, unused
     request_limits: Any = None  # translators.limits.RequestLimits
+    limits: Any = None  # gateway.limits_settings.LimitsSettings: body, JSON, multipart, upstream and time caps
     source: str = "<built-in default>"
 
     @property
@@ -106,6 +107,7 @@ def build_config(raw: Any, environ: Mapping[str, str], source: str = "<config>")
         deployments=deployments, general_settings=general, router_settings=router, litellm_settings=settings,
         environment_variables=env_section, extra_sections=extra,
         request_limits=build_request_limits(general.get("decision_limits")), source=source,
+        limits=build_limits_settings(general),
     )
 
 
@@ -135,6 +137,39 @@ def build_request_limits(raw: Any):
         return RequestLimits.from_dict(raw)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"general_settings.decision_limits: {exc}") from None
+
+
+def build_limits_settings(general: dict):
+    """The limits and hardening keys of ``general_settings`` -> ``gateway.limits_settings.LimitsSettings``."""
+    from gateway.limits_settings import limits_from_settings
+
+    try:
+        return limits_from_settings(general)
+    except ValueError as exc:
+        raise ConfigError(f"general_settings.{exc}") from None
+
+
+def check_api_base(api_base: str | None, where: str) -> None:
+    """An ``api_base`` (``where`` names it) must be an http(s) or local:// URL without ``user:password@``.
+
+    A base with credentials made every request to it fail; the message never echoes them.
+    """
+    if api_base is None:
+        return
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(api_base.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise ConfigError(f"{where}: not a valid URL") from None
+    if parts.scheme.lower() == "local":
+        return
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{where}: must be an http:// or https:// URL with a host")
+    if "@" in parts.netloc:
+        raise ConfigError(f"{where}: must not carry a user name or password (user:password@host); "
+                          "put the credential in api_key instead")
 
 
 def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, str], router: dict) -> Deployment:
@@ -170,6 +205,7 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
     if typed["timeout"] is None:
         typed["timeout"] = _optional(router, "timeout", float, "router_settings") or 60.0
     _check_ranges(typed, where)
+    check_api_base(typed["api_base"], f"{where}.litellm_params.api_base")
     rest = {k: v for k, v in params.items() if k not in typed and k != "model"}
     dep = Deployment(
         model_name=model_name.strip(), provider=provider, model=upstream_model,
@@ -181,7 +217,9 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
     problems = limit_problems(dep)
     if problems:
         raise ConfigError(f"{where}.{problems[0]}")
-    return _resolve_provider_defaults(dep, environ, where)
+    dep = _resolve_provider_defaults(dep, environ, where)
+    check_api_base(dep.api_base, f"{where}: the api_base from the provider's environment variable")
+    return dep
 
 
 def _check_ranges(typed: dict, where: str) -> None:

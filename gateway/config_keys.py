@@ -7,6 +7,8 @@ object). A key outside these sets is a typo until proven otherwise and fails the
 
 from __future__ import annotations
 
+from gateway.limits_settings import SETTING_NAMES as LIMITS_SETTINGS  # the gateway's own hardening keys
+
 TOP_LEVEL = frozenset({
     "model_list", "general_settings", "router_settings", "litellm_settings", "environment_variables",
     "credential_list", "callback_settings", "guardrails", "files_settings", "include",
@@ -24,6 +26,7 @@ LITELLM_PARAMS = frozenset({
     "litellm_credential_name", "use_in_pass_through", "mock_response", "budget_duration", "max_budget",
     "configurable_clientside_auth_params", "merge_reasoning_content_in_choices", "base_model",
     "use_litellm_proxy", "litellm_trace_id", "supports_images",
+    "num_retries", "hedge_after_ms",  # per-deployment router settings
 })
 
 # Provider-specific litellm_params (kept in ``Deployment.params``): Cloudflare's account, OpenRouter's
@@ -48,7 +51,7 @@ GENERAL_SETTINGS = frozenset({
     "allow_requests_on_db_unavailable", "pass_through_endpoints", "maximum_spend_logs_retention_period",
     "key_management_system", "key_management_settings", "use_x_forwarded_for", "user_header_name",
     "forward_client_headers_to_llm_api", "litellm_key_header_name", "service_account_settings",
-})
+}) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({
     "routing_strategy", "routing_strategy_args", "num_retries", "timeout", "stream_timeout",
@@ -58,6 +61,8 @@ ROUTER_SETTINGS = frozenset({
     "redis_password", "redis_url", "cache_responses", "disable_cooldowns", "enable_tag_filtering",
     "optional_pre_call_checks", "provider_budget_config", "model_group_retry_policy", "default_max_parallel_requests",
     "default_priority", "polling_interval", "set_verbose", "debug_level",
+    # the gateway's own: per-group router settings, capacity fallbacks, hedging and deadlines
+    "model_group_settings", "capacity_fallbacks", "hedge_after_ms", "deadline_ms",
 })
 
 LITELLM_SETTINGS = frozenset({
