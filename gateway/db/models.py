@@ -1,0 +1,202 @@
+"""The tables, with LiteLLM's column names where LiteLLM has the column.
+
+- ``teams`` (``LiteLLM_TeamTable``): primary key ``team_id`` (uuid text).
+- ``verification_tokens`` (``LiteLLM_VerificationToken``): primary key ``token``, the keyed hash of the
+  key in hex (never the key itself); ``team_id`` references ``teams``.
+- ``spend_logs`` (``LiteLLM_SpendLogs``): primary key ``request_id``, so a replayed row is not written twice.
+- ``daily_spend`` (LiteLLM's ``LiteLLM_Daily*Spend``): primary key (``date``, ``api_key``, ``team_id``,
+  ``model_group``, ``model``).
+
+Python attribute names are the column names, except ``metadata`` (a name SQLAlchemy's declarative base
+keeps for itself): the attribute is ``metadata_``, the column ``metadata``. ``daily_spend`` keys use
+``""`` where a spend row has no key, team, group or model (a primary key column cannot be NULL).
+
+Times are timezone-aware UTC on both dialects (``UTCDateTime``); JSON columns are JSONB on PostgreSQL
+and JSON text on SQLite. The schema itself is created by the Alembic chain in ``migrations/``, not by
+``create_all``; a test checks that the chain and these models agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A timestamp stored in UTC and read back timezone-aware on every dialect (SQLite keeps no offset)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_team_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Team(Base):
+    """``LiteLLM_TeamTable``: a team's models, budget and limits; its keys point at it."""
+
+    __tablename__ = "teams"
+
+    team_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True, default=new_team_id)
+    team_alias: Mapped[str | None] = mapped_column(sa.String(255))
+    models: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    max_budget: Mapped[float | None] = mapped_column(sa.Double())
+    budget_duration: Mapped[str | None] = mapped_column(sa.String(32))  # LiteLLM's units: 30s, 5m, 2h, 1d, 1w, 1mo
+    budget_reset_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    rpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    tpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    max_parallel_requests: Mapped[int | None] = mapped_column(sa.Integer())
+    blocked: Mapped[bool] = mapped_column(sa.Boolean(), default=False, server_default=sa.false())
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())
+
+
+class VerificationToken(Base):
+    """``LiteLLM_VerificationToken``: one virtual key, stored as its keyed hash (``token``), never in clear."""
+
+    __tablename__ = "verification_tokens"
+    __table_args__ = (
+        sa.Index("ix_verification_tokens_team_id", "team_id"),
+        sa.Index("ix_verification_tokens_budget_reset_at_expires", "budget_reset_at", "expires"),
+    )
+
+    token: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    key_alias: Mapped[str | None] = mapped_column(sa.String(255), unique=True)
+    key_prefix: Mapped[str | None] = mapped_column(sa.String(32))  # the first characters, shown in lists: "sk-abc…"
+    team_id: Mapped[str | None] = mapped_column(sa.String(64), sa.ForeignKey("teams.team_id"))
+    models: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    max_budget: Mapped[float | None] = mapped_column(sa.Double())
+    budget_duration: Mapped[str | None] = mapped_column(sa.String(32))
+    budget_reset_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    rpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    tpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    max_parallel_requests: Mapped[int | None] = mapped_column(sa.Integer())
+    expires: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    blocked: Mapped[bool] = mapped_column(sa.Boolean(), default=False, server_default=sa.false())
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
+    tags: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())
+
+
+class SpendLog(Base):
+    """``LiteLLM_SpendLogs``: one row per request that reached the settle step, written through the outbox.
+
+    ``api_key`` is the key's hash (``verification_tokens.token``), ``""`` for a request without a key;
+    ``team_id`` has no foreign key, so rows outlive a deleted team. ``content`` is NULL unless
+    ``store_content`` asks for a digest or the full request.
+    """
+
+    __tablename__ = "spend_logs"
+    __table_args__ = (
+        sa.Index("ix_spend_logs_startTime", "startTime"),
+        sa.Index("ix_spend_logs_api_key_startTime", "api_key", "startTime"),
+        sa.Index("ix_spend_logs_team_id", "team_id"),
+        sa.Index("ix_spend_logs_model_group", "model_group"),
+    )
+
+    request_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    api_key: Mapped[str] = mapped_column(sa.String(128), default="", server_default=sa.text("''"))
+    key_alias: Mapped[str | None] = mapped_column(sa.String(255))
+    team_id: Mapped[str | None] = mapped_column(sa.String(64))
+    model_group: Mapped[str | None] = mapped_column(sa.String(255))
+    model: Mapped[str | None] = mapped_column(sa.String(255))  # the deployment's provider/model
+    model_id: Mapped[str | None] = mapped_column(sa.String(255))
+    custom_llm_provider: Mapped[str | None] = mapped_column(sa.String(64))
+    call_type: Mapped[str | None] = mapped_column(sa.String(64))  # the route
+    prompt_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    cached_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    completion_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    total_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    startTime: Mapped[datetime] = mapped_column(UTCDateTime())  # LiteLLM's column name, kept
+    endTime: Mapped[datetime] = mapped_column(UTCDateTime())
+    status: Mapped[int | None] = mapped_column(sa.Integer())  # the HTTP status sent to the caller
+    error_class: Mapped[str | None] = mapped_column(sa.String(128))
+    retries: Mapped[int] = mapped_column(sa.Integer(), default=0, server_default=sa.text("0"))
+    fallbacks: Mapped[int] = mapped_column(sa.Integer(), default=0, server_default=sa.text("0"))
+    cache_hits: Mapped[int] = mapped_column(sa.Integer(), default=0, server_default=sa.text("0"))
+    cache_misses: Mapped[int] = mapped_column(sa.Integer(), default=0, server_default=sa.text("0"))
+    cost_saved: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    content: Mapped[str | None] = mapped_column(sa.Text())
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
+
+
+class DailySpend(Base):
+    """Daily roll-up of ``spend_logs`` (by the UTC date of ``startTime``), added to in the transaction that
+    inserts the spend rows, and only for rows actually inserted: a replayed row never counts twice."""
+
+    __tablename__ = "daily_spend"
+    __table_args__ = (
+        sa.Index("ix_daily_spend_team_id_date", "team_id", "date"),
+        sa.Index("ix_daily_spend_api_key_date", "api_key", "date"),
+    )
+
+    date: Mapped[dt.date] = mapped_column(sa.Date(), primary_key=True)
+    api_key: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
+    team_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    model_group: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    model: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    requests: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    failed_requests: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    prompt_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    completion_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    cached_tokens: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    cache_hits: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+    cache_misses: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
+
+
+teams = Team.__table__
+verification_tokens = VerificationToken.__table__
+spend_logs = SpendLog.__table__
+daily_spend = DailySpend.__table__
+
+# The spend_logs columns a row dict may carry (the outbox's rows); anything else is refused at append.
+SPEND_LOG_COLUMNS: frozenset[str] = frozenset(c.name for c in SpendLog.__table__.columns)
