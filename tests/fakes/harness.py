@@ -4,6 +4,14 @@ It records every request (method, path, query, headers, raw body, decoded JSON) 
 one from the queue of scripted responses first (status, headers, body, delay), then from its
 ``handle`` method, which a fake upstream overrides to behave as its spec documents.
 
+Hostile modes, for the gateway's hardening tests (each answers the next request only):
+
+* ``echo_key_next(status, json=..., headers=...)``: every ``{key}`` in the JSON strings and header
+  values becomes the credential the request carried (``Authorization: Bearer`` or ``x-api-key``).
+* ``bomb_next(decoded_bytes)``: a small gzip body that inflates to ``decoded_bytes`` of zeros.
+* ``hang_next(seconds)``: accept the request and answer nothing until ``seconds`` pass, ``release()``
+  is called or the fake stops.
+
     with FakeServer() as fake:
         fake.queue(status=429, headers={"Retry-After": "1"}, json={"error": "slow down"})
         ...  # call fake.url
@@ -13,10 +21,14 @@ one from the queue of scripted responses first (status, headers, body, delay), t
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import time
+import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -41,6 +53,7 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     delay: float = 0.0  # seconds to wait before answering (to provoke client timeouts)
+    hang: float = 0.0  # seconds to hold the request unanswered (cut short by release() or stop())
 
     @classmethod
     def of_json(cls, status: int, payload: Any, headers: dict[str, str] | None = None, delay: float = 0.0) -> "Scripted":
@@ -53,10 +66,12 @@ class FakeServer:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
-        self._scripted: deque[Scripted] = deque()
+        self._scripted: deque[Scripted | Callable[[Recorded], Scripted]] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._released = threading.Event()
+        self.hanging = 0  # requests being held by hang_next right now
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -75,6 +90,8 @@ class FakeServer:
                 answer = fake._answer(rec)
                 if answer.delay:
                     time.sleep(answer.delay)
+                if answer.hang:
+                    fake._hold(answer.hang)
                 try:
                     self.send_response(answer.status)
                     for name, value in answer.headers.items():
@@ -98,6 +115,7 @@ class FakeServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -131,6 +149,44 @@ class FakeServer:
         with self._lock:
             self._scripted.append(scripted)
 
+    def queue_answer(self, answer: Callable[[Recorded], Scripted]) -> None:
+        """Answer the next request with ``answer(recorded_request)``."""
+        with self._lock:
+            self._scripted.append(answer)
+
+    def echo_key_next(self, status: int = 401, *, json: Any = None, headers: dict[str, str] | None = None) -> None:
+        """The next answer repeats the request's own credential wherever ``{key}`` is written."""
+        def answer(rec: Recorded) -> Scripted:
+            key = credential(rec)
+            return Scripted.of_json(status, _fill(json, key), {k: _fill(v, key) for k, v in (headers or {}).items()})
+
+        self.queue_answer(answer)
+
+    def bomb_next(self, decoded_bytes: int = 1 << 30, *, status: int = 200) -> None:
+        """The next answer: about 1 KB of gzip per MiB, inflating to ``decoded_bytes`` of zeros."""
+        self.queue(status, body=gzip_bomb(decoded_bytes),
+                   headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+
+    def hang_next(self, seconds: float = 60.0) -> None:
+        """Hold the next request without an answer for ``seconds`` (or until ``release()``)."""
+        with self._lock:
+            self._scripted.append(Scripted(200, {"Content-Type": "application/json"}, b"{}", hang=seconds))
+
+    def release(self) -> None:
+        """Let every held request go (they answer ``{}``); later hang_next calls hold again."""
+        released, self._released = self._released, threading.Event()
+        released.set()
+
+    def _hold(self, seconds: float) -> None:
+        released = self._released
+        with self._lock:
+            self.hanging += 1
+        try:
+            released.wait(seconds)
+        finally:
+            with self._lock:
+                self.hanging -= 1
+
     @property
     def last(self) -> Recorded:
         return self.requests[-1]
@@ -144,6 +200,8 @@ class FakeServer:
         with self._lock:
             self.requests.append(rec)
             scripted = self._scripted.popleft() if self._scripted else None
+        if callable(scripted):
+            return scripted(rec)
         if scripted is not None:
             return scripted
         try:
@@ -153,6 +211,41 @@ class FakeServer:
 
     def handle(self, rec: Recorded) -> Scripted:
         return Scripted.of_json(404, {"detail": "Not Found"})
+
+
+def credential(rec: Recorded) -> str:
+    """The key a request carried: ``Authorization: Bearer <key>`` or ``x-api-key``."""
+    auth = rec.header("authorization") or ""
+    return auth.removeprefix("Bearer ").strip() or rec.header("x-api-key") or ""
+
+
+def _fill(value: Any, key: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{key}", key)
+    if isinstance(value, dict):
+        return {_fill(k, key): _fill(v, key) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, key) for v in value]
+    return value
+
+
+@lru_cache(maxsize=4)
+def gzip_bomb(decoded_bytes: int, block: int = 1 << 20) -> bytes:
+    """A valid gzip stream of ``decoded_bytes`` zeros (a multiple of ``block``), built in about 0.3 s
+    per GiB: one fully flushed deflate block of zeros, repeated, with the right CRC and length."""
+    if decoded_bytes % block or decoded_bytes <= 0:
+        raise ValueError(f"decoded_bytes must be a positive multiple of {block}")
+    zeros = bytes(block)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    repeat = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    end = deflate.flush(zlib.Z_FINISH)
+    blocks = decoded_bytes // block
+    crc = 0
+    for _ in range(blocks):
+        crc = zlib.crc32(zeros, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + first + repeat * (blocks - 1) + end + struct.pack("<II", crc, decoded_bytes & 0xFFFFFFFF)
 
 
 def _json_or_none(raw: bytes) -> Any:
