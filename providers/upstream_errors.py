@@ -1,13 +1,19 @@
 """Turning an upstream's failure into an ``UpstreamError`` (no I/O).
 
 Every message names the provider, keeps the upstream's own words where it gave any, and never
-contains an API key. 429 keeps ``Retry-After`` / ``retry-after-ms`` for the caller.
+contains an API key: every value taken from the upstream (message, code, relayed headers) is
+redacted before it is cut to length, so a key cannot straddle the cut. 429 and 503 keep
+``Retry-After`` (only as a number of seconds or an HTTP date, re-written by the gateway) and
+``retry-after-ms`` (only as a number) for the caller.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC
 from typing import Any
 
 from providers.base import UpstreamResponse
@@ -31,6 +37,10 @@ ERROR_TYPES = {
 
 RETRY_HEADERS = ("retry-after", "retry-after-ms")
 MAX_MESSAGE_CHARS = 500
+MAX_CODE_CHARS = 100
+REDACTED = "[redacted]"
+_SECONDS = re.compile(r"\d{1,10}")
+_MILLISECONDS = re.compile(r"\d{1,12}(\.\d{1,6})?")
 
 
 def caller_status(upstream_status: int) -> int:
@@ -43,12 +53,38 @@ def caller_status(upstream_status: int) -> int:
 
 
 def retry_headers(resp: UpstreamResponse) -> dict[str, str]:
+    """``Retry-After`` / ``retry-after-ms`` as the caller may see them (anything else is dropped)."""
+    return retry_values(resp.headers)
+
+
+def retry_values(headers: Mapping[str, str]) -> dict[str, str]:
+    """The usable retry hints among lower-case ``headers``: ``Retry-After`` as delay-seconds or an
+    HTTP date (re-written in the IMF-fixdate form), ``retry-after-ms`` as a number. A value of any
+    other shape (an echoed key, a sentence) is not relayed."""
     out = {}
-    for name in RETRY_HEADERS:
-        value = resp.headers.get(name)
-        if value is not None:
-            out["Retry-After" if name == "retry-after" else "retry-after-ms"] = value
+    seconds = retry_after(headers.get("retry-after"))
+    if seconds is not None:
+        out["Retry-After"] = seconds
+    millis = (headers.get("retry-after-ms") or "").strip()
+    if _MILLISECONDS.fullmatch(millis):
+        out["retry-after-ms"] = millis
     return out
+
+
+def retry_after(value: str | None) -> str | None:
+    """A ``Retry-After`` value re-written from what it means, or None when it is neither form."""
+    text = (value or "").strip()
+    if _SECONDS.fullmatch(text):
+        return str(int(text))
+    if not text or len(text) > 40:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return email.utils.format_datetime(when.astimezone(UTC), usegmt=True)
 
 
 def decode_body(body: bytes) -> Any:
@@ -118,10 +154,15 @@ def _cloudflare_item(item: Any) -> str:
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every secret (of 4 characters or more) replaced by ``[redacted]``."""
     for secret in secrets:
         if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
+            text = text.replace(secret, REDACTED)
     return text
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def upstream_error(provider: str, resp: UpstreamResponse, *, label: str | None = None,
@@ -135,16 +176,15 @@ def upstream_error(provider: str, resp: UpstreamResponse, *, label: str | None =
     said = message or extract_message(payload)
     if said is None and resp.body and payload is None:
         said = "a non-JSON error body"
-    said = (said or "no error message").strip()
-    if len(said) > MAX_MESSAGE_CHARS:
-        said = said[:MAX_MESSAGE_CHARS] + "..."
-    text = redact(f"{label or provider} upstream answered HTTP {resp.status}: {said}", secrets)
+    secrets = tuple(secrets)
+    said = clip(redact((said or "no error message").strip(), secrets), MAX_MESSAGE_CHARS)  # redact, then cut
+    code = code if code is not None else extract_code(payload)
     return UpstreamError(
         status,
-        text,
+        redact(f"{label or provider} upstream answered HTTP {resp.status}: {said}", secrets),
         provider=provider,
         type=ERROR_TYPES.get(status, "upstream_error"),
-        code=code if code is not None else extract_code(payload),
+        code=None if code is None else clip(redact(str(code), secrets), MAX_CODE_CHARS),
         headers=retry_headers(resp) if status in (429, 503) else {},
         retryable=retryable,
     )
