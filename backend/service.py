@@ -15,6 +15,7 @@ from backend.engine import ScoringEngine
 from backend.errors import BackendRefusal, error_body
 from backend.loading import LoadedModel, load_model
 from backend.scoring import Scorer
+from translators.json_depth import nesting_exceeds
 
 ROUTES = {
     "/v1/decisions": routes_decisions.decisions,
@@ -51,8 +52,18 @@ class DecisionService:
         self.decider.close()
 
 
-def parse_json(raw: bytes) -> Any:
+MAX_JSON_DEPTH = 64  # the gateway's default max_json_depth
+
+
+def parse_json(raw: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The JSON of a request body; nesting deeper than ``max_depth`` is refused before parsing
+    (``json.loads`` recurses per level: 10,000 nested arrays were a RecursionError, a 500)."""
+    if nesting_exceeds(raw, max_depth):
+        raise BackendRefusal(f"the body nests arrays and objects more than {max_depth} levels deep "
+                             f"(the nesting limit is {max_depth}); send a flatter body")
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise BackendRefusal(f"the body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise BackendRefusal(f"the body nests too deeply (the nesting limit is {max_depth})") from None

@@ -4,28 +4,46 @@ typesafe-sdk compresses bodies of 1 KB and more with zstd and sends images as mu
 named ``request`` holding the JSON, then one part per asset (``asset-0``, ...). Decoding is pure
 (bytes in, ``DecodedBody`` out); a body that cannot be decoded raises ``BodyError`` with a
 sentence the route renders in its own wire's envelope.
+
+Hostile bodies are refused before they cost much (the limits are ``gateway.limits_settings``):
+a Content-Type other than JSON or multipart (415: a web page's "simple" cross-origin request
+cannot send JSON), a body over ``max_request_body_bytes`` as sent or once decompressed (413),
+JSON nested deeper than ``max_json_depth`` (found by a bracket scan before parsing), a key that
+appears twice in one object (the last one would silently win), more than ``max_multipart_parts``
+parts (counted before splitting) or a part over ``max_multipart_part_bytes``.
+
+Reading the body from the client is here too: ``read_body_capped`` (size cap while reading, a
+deadline, ``ClientDisconnected`` when the client goes away) and ``HeavyDecodes``, the bounded pool
+that decodes large, compressed and multipart bodies off the event loop.
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
 import io
 import json
 import math
 import re
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import zstandard
+from starlette.requests import ClientDisconnect
 
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
+from gateway.multipart_split import MultipartError, split_multipart
+from translators.json_depth import nesting_exceeds
 from translators.wire_errors import json_kind_name
 
-MAX_DECODED_BYTES = 64 * 1024 * 1024  # a decompressed body beyond this is refused (zip bombs)
+MAX_DECODED_BYTES = DEFAULT_LIMITS_SETTINGS.max_request_body_bytes  # a decompressed body beyond this: 413
 
 
 class BodyError(ValueError):
-    """The body cannot be read. ``kind``: encoding | json | multipart | shape."""
+    """The body cannot be read. ``kind``: encoding | json | multipart | shape | content_type | size | timeout."""
 
     def __init__(self, kind: str, message: str, status: int = 400):
         super().__init__(message)
@@ -43,14 +61,62 @@ class DecodedBody:
 
 
 def decode_body(raw: bytes, content_type: str | None, content_encoding: str | None,
-                max_bytes: int = MAX_DECODED_BYTES) -> DecodedBody:
-    data = decompress(raw, content_encoding, max_bytes)
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    if media_type == "multipart/form-data":
-        payload, parts = split_multipart(data, content_type or "")
-        return DecodedBody(parse_json_object(payload, "the 'request' part"), parts,
+                max_bytes: int | None = None, *, limits: LimitsSettings = DEFAULT_LIMITS_SETTINGS,
+                allow_multipart: bool = True) -> DecodedBody:
+    """The JSON object (and asset parts) of a request body; ``BodyError`` when it cannot be used.
+
+    ``max_bytes`` (default ``limits.max_request_body_bytes``) caps the decompressed size;
+    ``allow_multipart=False`` on routes that take JSON only (``/v1/decisions``).
+    """
+    kind = check_content_type(content_type, allow_multipart)
+    cap = limits.max_request_body_bytes if max_bytes is None else max_bytes
+    data = decompress(raw, content_encoding, cap)
+    if kind == "multipart":
+        try:
+            payload, parts = split_multipart(data, content_type or "", max_parts=limits.max_multipart_parts,
+                                             max_part_bytes=limits.max_multipart_part_bytes)
+        except MultipartError as exc:
+            raise BodyError("multipart", exc.message, status=exc.status) from None
+        return DecodedBody(parse_json_object(payload, "the 'request' part", limits.max_json_depth), parts,
                            _encoding_name(content_encoding), multipart=True)
-    return DecodedBody(parse_json_object(data, "the request body"), {}, _encoding_name(content_encoding))
+    return DecodedBody(parse_json_object(data, "the request body", limits.max_json_depth), {},
+                       _encoding_name(content_encoding))
+
+
+JSON_MEDIA_TYPE = "application/json"
+MULTIPART_MEDIA_TYPE = "multipart/form-data"
+
+
+def check_content_type(content_type: str | None, allow_multipart: bool = True) -> str:
+    """``"json"`` or ``"multipart"`` for a Content-Type the decision routes take, else ``BodyError`` 415.
+
+    JSON is ``application/json`` or any ``application/*+json`` (in UTF-8; compressed with
+    Content-Encoding zstd or gzip is fine); multipart is ``multipart/form-data`` with a boundary,
+    where ``allow_multipart``. Anything else (``text/plain``, form encoding, none at all) is what a
+    web page on another origin can send without a preflight, so it is refused before any work.
+    """
+    media, _, params = (content_type or "").partition(";")
+    media = media.strip().lower()
+    if media == JSON_MEDIA_TYPE or (media.startswith("application/") and media.endswith("+json")):
+        charset = _param(params, "charset")
+        if charset and charset.lower() not in ("utf-8", "utf8"):
+            raise BodyError("content_type", f"Content-Type {media} with charset={charset} is not supported; "
+                                            "send the JSON as UTF-8.", status=415)
+        return "json"
+    if media == MULTIPART_MEDIA_TYPE and allow_multipart:
+        return "multipart"
+    accepted = f"{JSON_MEDIA_TYPE}{' or ' + MULTIPART_MEDIA_TYPE if allow_multipart else ''}"
+    shown = f"Content-Type '{media[:100]}'" if media else "A body without a Content-Type"
+    raise BodyError("content_type", f"{shown} is not accepted here; send {accepted} "
+                                    "(compressed with Content-Encoding zstd or gzip if you like).", status=415)
+
+
+def _param(params: str, name: str) -> str | None:
+    for item in params.split(";"):
+        key, _, value = item.partition("=")
+        if key.strip().lower() == name:
+            return value.strip().strip('"')
+    return None
 
 
 def decompress(raw: bytes, content_encoding: str | None, max_bytes: int = MAX_DECODED_BYTES) -> bytes:
@@ -72,11 +138,19 @@ def decompress(raw: bytes, content_encoding: str | None, max_bytes: int = MAX_DE
     return data
 
 
-def parse_json_object(data: bytes, what: str) -> dict:
+def parse_json_object(data: bytes, what: str, max_depth: int = DEFAULT_LIMITS_SETTINGS.max_json_depth) -> dict:
     if not data.strip():
         raise BodyError("json", f"{what[0].upper()}{what[1:]} is empty; send a JSON object.")
+    if nesting_exceeds(data, max_depth):
+        raise _too_deep(what, max_depth)
     try:
-        value = json.loads(data.decode("utf-8-sig"), parse_constant=_reject_constant, parse_float=_finite_float)
+        text = data.decode("utf-8-sig")
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                           object_pairs_hook=_unique_keys)
+    except _DuplicateKey:
+        raise _repeated_key(what, text) from None
+    except RecursionError:  # the scan above makes this unreachable; kept so a deep body is never a 500
+        raise _too_deep(what, max_depth) from None
     except _NonStandardNumber as exc:
         raise BodyError("json", f"Invalid JSON in {what}: {exc.args[0]} is not a {exc.args[1]}; "
                                 "send finite numbers only.") from None
@@ -94,6 +168,67 @@ def parse_json_object(data: bytes, what: str) -> dict:
 
 class _NonStandardNumber(ValueError):
     pass
+
+
+def _too_deep(what: str, max_depth: int) -> BodyError:
+    return BodyError("json", f"{what[0].upper()}{what[1:]} nests arrays and objects more than {max_depth} levels "
+                             f"deep (the max_json_depth limit is {max_depth}); send a flatter body.")
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``object_pairs_hook``: a key given twice would silently replace the first value."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKey()
+    return obj
+
+
+class _Repeated(dict):
+    """An object that repeated a key (only built to name it and its place in the error message)."""
+
+    repeated: str = ""
+
+
+def _marking_repeats(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Repeated(obj)
+    seen: set[str] = set()
+    marked.repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+    return marked
+
+
+def _repeated_key(what: str, text: str) -> BodyError:
+    """Name the first repeated key and where it is (a second, marking parse: the error path only)."""
+    root = json.loads(text, object_pairs_hook=_marking_repeats)
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _Repeated):
+            where = f"in {_format_path(path)}" if path else "at the top level"
+            return BodyError("json", f"{what[0].upper()}{what[1:]} gives the key {_shown(item.repeated)} more "
+                                     f"than once {where}; send each key once (the last one would silently win).")
+        children = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        stack.extend((child, (*path, key)) for key, child in reversed(list(children)))
+    return BodyError("json", f"{what[0].upper()}{what[1:]} gives a key more than once; send each key once.")
+
+
+def _format_path(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f"{'.' if out else ''}{_shown(part, quote=False)}"
+    return out
+
+
+def _shown(key: str, quote: bool = True) -> str:
+    text = key if len(key) <= 80 else key[:80] + "..."
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return f"'{text}'" if quote else text
 
 
 def _reject_constant(name: str):
@@ -129,36 +264,13 @@ def _has_lone_surrogate(value) -> bool:
     return False
 
 
-def split_multipart(data: bytes, content_type: str) -> tuple[bytes, dict[str, tuple[str, bytes]]]:
-    """The ``request`` part's bytes, and every other part by name: (content type, bytes)."""
-    if "boundary=" not in content_type:
-        raise BodyError("multipart", "multipart/form-data needs a boundary parameter in Content-Type.")
-    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1", "replace")
-    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + data)
-    if not message.is_multipart():
-        raise BodyError("multipart", "The multipart/form-data body could not be split into parts.")
-    request: bytes | None = None
-    parts: dict[str, tuple[str, bytes]] = {}
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not name:
-            raise BodyError("multipart", "Every multipart part needs a Content-Disposition name.")
-        payload = part.get_payload(decode=True) or b""
-        if name == "request":
-            request = payload
-        else:
-            parts[str(name)] = (part.get_content_type(), payload)
-    if request is None:
-        raise BodyError("multipart", "The multipart/form-data body has no part named 'request' holding the JSON request.")
-    return request, parts
-
-
 def _unzstd(data: bytes, max_bytes: int) -> bytes:
     try:
         with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
             return _read_capped(reader, max_bytes, "zstd")
     except zstandard.ZstdError as exc:
-        raise BodyError("encoding", f"The body says Content-Encoding: zstd but is not valid zstd data ({exc}).") from None
+        raise BodyError("encoding", f"The body says Content-Encoding: zstd but is not valid zstd data "
+                                    f"({exc}).") from None
 
 
 def _inflate(data: bytes, wbits: int, name: str, max_bytes: int) -> bytes:
@@ -166,7 +278,8 @@ def _inflate(data: bytes, wbits: int, name: str, max_bytes: int) -> bytes:
     try:
         out = inflater.decompress(data, max_bytes + 1)
     except zlib.error as exc:
-        raise BodyError("encoding", f"The body says Content-Encoding: {name} but is not valid {name} data ({exc}).") from None
+        raise BodyError("encoding", f"The body says Content-Encoding: {name} but is not valid {name} data "
+                                    f"({exc}).") from None
     if len(out) > max_bytes:
         raise _too_large(max_bytes)
     if not inflater.eof:
@@ -174,8 +287,9 @@ def _inflate(data: bytes, wbits: int, name: str, max_bytes: int) -> bytes:
     return out
 
 
-def _read_capped(reader, max_bytes: int, name: str) -> bytes:
-    chunks, total = [], 0
+def _read_capped(reader: Any, max_bytes: int, name: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = reader.read(1 << 20)
         if not chunk:
@@ -187,7 +301,8 @@ def _read_capped(reader, max_bytes: int, name: str) -> bytes:
 
 
 def _too_large(max_bytes: int) -> BodyError:
-    return BodyError("encoding", f"The decoded body exceeds {max_bytes} bytes.", status=413)
+    return BodyError("size", f"The decoded body exceeds {max_bytes} bytes (the max_request_body_bytes limit).",
+                     status=413)
 
 
 def _encoding_name(content_encoding: str | None) -> str | None:
@@ -195,3 +310,152 @@ def _encoding_name(content_encoding: str | None) -> str | None:
     return value or None
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the body from the client, and decoding heavy bodies off the event loop
+# --------------------------------------------------------------------------------------------
+
+# Bodies this large, compressed or multipart are decoded in the heavy-decode pool; smaller plain
+# JSON is decoded inline (it costs microseconds and must never wait behind a burst of big ones).
+OFF_LOOP_BYTES = 64 * 1024
+
+
+class ClientDisconnected(ClientDisconnect):
+    """The client went away before its body arrived: no one to answer (log one line, record 499)."""
+
+    status = 499
+
+
+async def read_body_capped(source: Any, max_bytes: int = MAX_DECODED_BYTES, *,
+                           timeout_s: float | None = DEFAULT_LIMITS_SETTINGS.request_read_timeout_s) -> bytes:
+    """The request body, refused as soon as it is over ``max_bytes`` (``BodyError`` 413).
+
+    ``source`` is a Starlette ``Request`` (its ``Content-Length`` is checked before reading, and
+    the body is kept on it so a later ``await request.body()`` returns it) or an ASGI ``receive``
+    callable. The whole body must arrive within ``timeout_s`` (``BodyError`` 408); a client that
+    disconnects raises ``ClientDisconnected``.
+    """
+    headers = getattr(source, "headers", None)
+    receive = getattr(source, "receive", source)
+    if headers is not None:
+        cached = getattr(source, "_body", None)
+        if cached is not None:
+            return _within(cached, max_bytes)
+        declared = _content_length(headers.get("content-length"))
+        if declared is not None and declared > max_bytes:
+            raise _body_too_large(max_bytes, f"Content-Length {declared}")
+    chunks: list[bytes] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            total = 0
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnected()
+                chunk = message.get("body", b"")
+                total += len(chunk)
+                if total > max_bytes:
+                    raise _body_too_large(max_bytes, f"more than {max_bytes} bytes")
+                if chunk:
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+    except TimeoutError:
+        raise BodyError("timeout", f"The request body did not arrive within {timeout_s:g} s "
+                                   "(the request_read_timeout_s limit).", status=408) from None
+    body = b"".join(chunks)
+    if headers is not None:
+        source._body = body  # Starlette's own cache: request.body() and request.stream() now return it
+    return body
+
+
+def _within(body: bytes, max_bytes: int) -> bytes:
+    if len(body) > max_bytes:
+        raise _body_too_large(max_bytes, f"{len(body)} bytes")
+    return body
+
+
+def _content_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.isdigit() or len(text) > 19:
+        raise BodyError("size", f"Content-Length must be a number of bytes, got {text[:40]!r}.")
+    return int(text)
+
+
+def _body_too_large(max_bytes: int, seen: str) -> BodyError:
+    return BodyError("size", f"The request body is too large ({seen}); at most {max_bytes} bytes are accepted "
+                             "(the max_request_body_bytes limit).", status=413)
+
+
+def needs_thread(size: int, content_type: str | None, content_encoding: str | None) -> bool:
+    """Work worth the heavy-decode pool: a large body, a compressed one (its size is unknown until
+    decoded) or multipart. Everything else is decoded inline."""
+    return (size >= OFF_LOOP_BYTES or bool((content_encoding or "").strip())
+            or "multipart/" in (content_type or "").lower())
+
+
+class HeavyDecodes:
+    """At most ``max_concurrent`` heavy decodes at once, in threads of their own.
+
+    A burst of compressed or multipart bodies waits here instead of inflating all at once (each may
+    reach ``max_request_body_bytes`` decoded), and its own threads keep it from taking the default
+    executor's from everything else. A slot is freed when the work has finished, not when a
+    cancelled caller stops waiting, so the bound holds under cancellation too.
+
+        heavy = HeavyDecodes(settings.max_concurrent_heavy_decodes)
+        decoded = await heavy.run(decode_body, raw, content_type, content_encoding)
+        async with heavy: ...   # or hold a slot around work of your own
+    """
+
+    def __init__(self, max_concurrent: int = DEFAULT_LIMITS_SETTINGS.max_concurrent_heavy_decodes):
+        if max_concurrent < 1:
+            raise ValueError("max_concurrent must be at least 1")
+        self.max_concurrent = max_concurrent
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.running = 0
+
+    async def __aenter__(self) -> HeavyDecodes:
+        await self._slots.acquire()
+        self.running += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        self.running -= 1
+        self._slots.release()
+
+    async def run(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(*args, **kwargs)`` in the pool, once a slot is free."""
+        await self.__aenter__()
+        loop = asyncio.get_running_loop()
+        try:
+            future = self._pool().submit(contextvars.copy_context().run, functools.partial(func, *args, **kwargs))
+        except BaseException:
+            self._release()
+            raise
+        future.add_done_callback(lambda _: _call_soon(loop, self._release))
+        return await asyncio.wrap_future(future)
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(self.max_concurrent,
+                                                                   thread_name_prefix="heavy-decode")
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(callback)
+    except RuntimeError:  # the loop is closed: nothing waits on the slot any more
+        pass
