@@ -7,6 +7,12 @@ bundled backend in this process (``backend.inprocess.call``) instead of over HTT
 
 Transport failures become ``UpstreamError``: 502 when the upstream cannot be reached, 504 when it
 does not answer in time. Messages name the provider and host, never a key or a query string.
+
+An answer is read in chunks and counted as it is decoded (aiohttp inflates gzip / zstd as it
+reads), so an answer beyond ``max_response_bytes`` (general_settings.max_upstream_response_bytes,
+16 MiB) is dropped as soon as it is over: a 1 MB gzip answer inflating to 1 GiB costs 16 MiB and
+a few milliseconds, not the process. ``parse_off_loop`` runs a provider's parsing of a large answer
+in a worker thread.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
 
@@ -27,6 +34,10 @@ log = logging.getLogger("gateway.upstream")
 LOCAL_SCHEME = "local://"
 # What a failed exchange raises: aiohttp's client errors, timeouts and socket errors.
 TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
+MAX_RESPONSE_BYTES = DEFAULT_LIMITS_SETTINGS.max_upstream_response_bytes
+READ_CHUNK_BYTES = 256 * 1024
+# Answers this large are parsed in a worker thread (json.loads of 16 MiB takes ~0.1 s).
+OFF_LOOP_RESPONSE_BYTES = 256 * 1024
 
 
 class Upstream:
@@ -36,9 +47,11 @@ class Upstream:
     handling and response wrapping cost more than aiohttp's HTTP work itself (bench/upstream_client.py).
     """
 
-    def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0):
+    def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES):
         self._max_connections = max_connections
         self._keepalive_expiry = keepalive_expiry
+        self.max_response_bytes = max_response_bytes
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -74,7 +87,7 @@ class Upstream:
             async with self._session.request(request.method, request.url, data=content, headers=headers,
                                              timeout=aiohttp.ClientTimeout(total=request.timeout),
                                              allow_redirects=False) as response:
-                body = await response.read()
+                body = await read_capped(response, self.max_response_bytes, provider)
         except TRANSPORT_ERRORS as exc:
             raise transport_error(exc, provider, request.url, request.timeout) from None
         return UpstreamResponse(
@@ -83,6 +96,38 @@ class Upstream:
             body=body,
             elapsed_ms=(time.perf_counter() - started) * 1000.0,
         )
+
+
+async def read_capped(response: aiohttp.ClientResponse, max_bytes: int, provider: str) -> bytes:
+    """The decoded body, or ``UpstreamError`` 502 as soon as it is over ``max_bytes``.
+
+    Leaving the response unread closes its connection instead of returning it to the pool.
+    """
+    declared = response.content_length
+    if declared is not None and declared > max_bytes and not response.headers.get("Content-Encoding"):
+        raise response_too_large(provider, max_bytes)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.content.iter_chunked(READ_CHUNK_BYTES):
+        total += len(chunk)
+        if total > max_bytes:
+            raise response_too_large(provider, max_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def response_too_large(provider: str, max_bytes: int) -> UpstreamError:
+    return UpstreamError(502, f"The upstream {provider} answered more than {max_bytes} bytes (decoded); "
+                              "the answer was dropped (the max_upstream_response_bytes limit).",
+                         provider=provider, type="upstream_error", code="upstream_response_too_large")
+
+
+async def parse_off_loop(parse, response: UpstreamResponse, *args):
+    """``parse(response, *args)``, in a worker thread when the answer is large (so a big JSON parse
+    never stalls every other request), inline otherwise (a thread hop costs more than a small parse)."""
+    if len(response.body) >= OFF_LOOP_RESPONSE_BYTES:
+        return await asyncio.to_thread(parse, response, *args)
+    return parse(response, *args)
 
 
 def encode_body(request: UpstreamRequest, provider: str) -> tuple[bytes | None, dict[str, str]]:
