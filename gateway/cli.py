@@ -13,9 +13,11 @@ import sys
 
 from gateway import __version__
 from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 4000
+MAX_HEADER_BYTES = 64 * 1024  # the request line and headers of one request (h11; httptools caps at 80 KiB)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,8 +87,8 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
                       flush=True)
 
     print(loaded_line(config), flush=True)
-    server = AnnouncingServer(uvicorn.Config(create_app(config), host=args.host, port=args.port,
-                                             log_level=args.log_level, access_log=False, lifespan="on"))
+    server = AnnouncingServer(uvicorn_config(create_app(config), config.limits, host=args.host, port=args.port,
+                                             log_level=args.log_level))
     server.run()
     return 0 if server.started else 1
 
@@ -101,9 +103,39 @@ def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
     print(loaded_line(config), flush=True)
     print(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} "
           f"with {args.workers} workers", flush=True)
+    from gateway.http_protocol import HEADER_TIMEOUT_ENV
+
+    limits = config.limits or DEFAULT_LIMITS_SETTINGS
+    os.environ[HEADER_TIMEOUT_ENV] = str(limits.request_header_timeout_s)  # read by each worker's protocol
     uvicorn.run("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on")
+                workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on",
+                **uvicorn_settings(limits, protocol="gateway.http_protocol:HeaderDeadlineProtocol"))
     return 0
+
+
+def uvicorn_settings(limits: LimitsSettings | None, protocol: object = None) -> dict:
+    """uvicorn's connection limits from the gateway's settings (general_settings; README "Limits and
+    hardening settings"): the header deadline protocol, the keep-alive timeout, a cap on one
+    request's headers and on concurrent connections (503 beyond it)."""
+    from gateway.http_protocol import HeaderDeadlineProtocol
+
+    limits = limits or DEFAULT_LIMITS_SETTINGS
+    return {
+        "http": protocol or HeaderDeadlineProtocol,
+        "timeout_keep_alive": limits.keep_alive_timeout_s,
+        "limit_concurrency": limits.max_concurrent_connections,
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+    }
+
+
+def uvicorn_config(app: object, limits: LimitsSettings | None, **options: object):
+    """The ``uvicorn.Config`` the gateway serves ``app`` with (``options``: host, port, log_level...)."""
+    import uvicorn
+
+    limits = limits or DEFAULT_LIMITS_SETTINGS
+    config = uvicorn.Config(app, access_log=False, lifespan="on", **{**uvicorn_settings(limits), **options})
+    config.request_header_timeout_s = limits.request_header_timeout_s  # read by the header deadline protocol
+    return config
 
 
 def _bound_port(server, requested: int) -> int:
