@@ -1,0 +1,139 @@
+"""Reads for the admin API: spend logs page by page, spend reports from the daily roll-ups.
+
+Every filter is a bound parameter of a SQLAlchemy expression; no SQL text is built from input.
+Dates: a ``date`` (or ``"YYYY-MM-DD"``) is a whole UTC day, so ``end_date=2026-11-30`` includes that day;
+a ``datetime`` (or an ISO string with a time) is that instant, ``start_date`` inclusive and ``end_date``
+inclusive. A bad value is a ``ValueError`` naming the parameter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from gateway.db.engine import Database
+from gateway.db.models import daily_spend, teams, verification_tokens
+from gateway.db.models import spend_logs as spend_logs_table
+from gateway.db.spend import ROLLUP_SUMS
+
+MAX_PAGE_SIZE = 1000
+GroupBy = Literal["day", "model", "model_group", "team", "key"]
+GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key")
+
+
+def _moment(value: dt.date | dt.datetime | str | None, name: str, *, end: bool) -> tuple[dt.datetime, bool] | None:
+    """The bound as an aware UTC instant, and whether it is included: a whole day given as ``end`` ends at the
+    next day's midnight, excluded."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value) if ("T" in value or " " in value) else dt.date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{name}: not a date (YYYY-MM-DD) or an ISO 8601 time: {value!r}") from None
+    if isinstance(value, dt.datetime):
+        return (value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)), True
+    if isinstance(value, dt.date):
+        day = value + dt.timedelta(days=1) if end else value
+        return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC), not end
+    raise ValueError(f"{name}: not a date: {value!r}")
+
+
+def _day(value: dt.date | dt.datetime | str, name: str) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo is None else value.astimezone(dt.UTC)).date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value[:10])
+        except ValueError:
+            raise ValueError(f"{name}: not a date (YYYY-MM-DD): {value!r}") from None
+    raise ValueError(f"{name}: not a date: {value!r}")
+
+
+def _log_row(row: sa.Row[Any]) -> dict[str, Any]:
+    return dict(row._mapping)
+
+
+async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str | None = None,
+                     team_id: str | None = None, model: str | None = None, request_id: str | None = None,
+                     start_date: dt.date | dt.datetime | str | None = None,
+                     end_date: dt.date | dt.datetime | str | None = None,
+                     page: int = 1, page_size: int = 50) -> tuple[list[dict[str, Any]], int]:
+    """One page of spend rows, newest first, and the number of rows matching. ``api_key`` is the key's hash
+    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model."""
+    if not isinstance(page, int) or page < 1:
+        raise ValueError("page: must be a whole number from 1")
+    if not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValueError(f"page_size: must be a whole number from 1 to {MAX_PAGE_SIZE}")
+    c = spend_logs_table.c
+    where: list[sa.ColumnElement[bool]] = []
+    for column, value in ((c.api_key, api_key), (c.key_alias, key_alias), (c.team_id, team_id),
+                          (c.request_id, request_id)):
+        if value is not None:
+            where.append(column == value)
+    if model is not None:
+        where.append(sa.or_(c.model_group == model, c.model == model))
+    start = _moment(start_date, "start_date", end=False)
+    if start is not None:
+        where.append(c.startTime >= start[0])
+    end = _moment(end_date, "end_date", end=True)
+    if end is not None:
+        where.append(c.startTime <= end[0] if end[1] else c.startTime < end[0])
+    rows_q = (sa.select(spend_logs_table).where(*where).order_by(c.startTime.desc(), c.request_id.desc())
+              .limit(page_size).offset((page - 1) * page_size))
+    count_q = sa.select(sa.func.count()).select_from(spend_logs_table).where(*where)
+    async with db.engine.connect() as conn:
+        total = int((await conn.execute(count_q)).scalar_one())
+        rows = [_log_row(r) for r in (await conn.execute(rows_q)).all()] if total else []
+    return rows, total
+
+
+async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
+                       end_date: dt.date | dt.datetime | str, group_by: GroupBy,
+                       api_key: str | None = None, team_id: str | None = None) -> list[dict[str, Any]]:
+    """Spend and counts per group over the UTC days ``start_date`` .. ``end_date`` (both included), from
+    ``daily_spend``. ``group_by``: ``day`` (key ``date``, oldest first), ``model`` (the deployment's
+    provider/model), ``model_group``, ``team`` (``team_id``, ``team_alias``) or ``key`` (``api_key``, the hash,
+    with ``key_alias``); all but ``day`` are ordered by spend, highest first. Each entry also carries
+    ``spend``, ``requests``, ``failed_requests``, ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``,
+    ``cache_hits``, ``cache_misses``. A row without a key or team is grouped under ``""``."""
+    if group_by not in GROUP_BY:
+        raise ValueError(f"group_by: one of {', '.join(GROUP_BY)}")
+    first, last = _day(start_date, "start_date"), _day(end_date, "end_date")
+    d = daily_spend.c
+    sums = [sa.func.sum(d[name]).label(name) for name in ROLLUP_SUMS]
+    source: sa.FromClause = daily_spend
+    keys: list[sa.ColumnElement[Any]]
+    if group_by == "day":
+        keys = [d.date]
+    elif group_by == "model":
+        keys = [d.model]
+    elif group_by == "model_group":
+        keys = [d.model_group]
+    elif group_by == "team":
+        source = daily_spend.outerjoin(teams, teams.c.team_id == d.team_id)
+        keys = [d.team_id, teams.c.team_alias]
+    else:
+        source = daily_spend.outerjoin(verification_tokens, verification_tokens.c.token == d.api_key)
+        keys = [d.api_key, verification_tokens.c.key_alias]
+    where = [d.date >= first, d.date <= last]
+    if api_key is not None:
+        where.append(d.api_key == api_key)
+    if team_id is not None:
+        where.append(d.team_id == team_id)
+    order = keys[0].asc() if group_by == "day" else sa.desc("spend")
+    query = sa.select(*keys, *sums).select_from(source).where(*where).group_by(*keys).order_by(order, keys[0])
+    async with db.engine.connect() as conn:
+        result = (await conn.execute(query)).all()
+    out = []
+    for row in result:
+        entry = dict(row._mapping)
+        entry["spend"] = float(entry["spend"] or 0.0)
+        for name in ROLLUP_SUMS[1:]:
+            entry[name] = int(entry[name] or 0)
+        out.append(entry)
+    return out

@@ -1,0 +1,134 @@
+"""Spend rows into ``spend_logs`` and their daily roll-ups, idempotent by ``request_id``.
+
+``insert_spend_rows(db, rows)`` runs one transaction: ``INSERT ... ON CONFLICT (request_id) DO NOTHING
+RETURNING request_id`` (both dialects), then adds only the rows that came back to ``daily_spend``
+(``INSERT ... ON CONFLICT DO UPDATE SET spend = daily_spend.spend + excluded.spend, ...``). A row sent
+twice (a drain replayed after a crash between the database's commit and the outbox's delete) is
+neither stored nor counted twice. Rows and roll-up keys are written in sorted order, so two drainers
+on PostgreSQL never wait on each other in a cycle.
+
+``normalise_row(row)`` is what the outbox runs at append: the spend_logs columns only (anything else
+is a ``ValueError``, a programming error caught in tests rather than a row lost later), defaults
+filled, strings cut to their column's length (PostgreSQL would refuse the row otherwise), numbers
+coerced, times as timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from gateway.db.engine import Database
+from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs
+
+INT_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "total_tokens", "retries", "fallbacks",
+               "cache_hits", "cache_misses")
+FLOAT_COLUMNS = ("spend", "cost_saved")
+TIME_COLUMNS = ("startTime", "endTime")
+ROLLUP_KEY = ("date", "api_key", "team_id", "model_group", "model")
+ROLLUP_SUMS = ("spend", "requests", "failed_requests", "prompt_tokens", "completion_tokens", "cached_tokens",
+               "cache_hits", "cache_misses")
+_LENGTHS = {c.name: c.type.length for c in spend_logs.columns
+            if isinstance(c.type, sa.String) and c.type.length is not None}
+
+
+def normalise_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A spend row with every spend_logs column, in the types the table takes; ``ValueError`` when unusable."""
+    unknown = set(row) - SPEND_LOG_COLUMNS
+    if unknown:
+        raise ValueError(f"spend row: unknown columns {sorted(unknown)}")
+    request_id = row.get("request_id")
+    if not isinstance(request_id, str) or not request_id:
+        raise ValueError("spend row: request_id must be a non-empty string")
+    out: dict[str, Any] = {name: None for name in SPEND_LOG_COLUMNS}
+    out.update(row)
+    out["api_key"] = out["api_key"] or ""
+    for name in INT_COLUMNS:
+        out[name] = int(out[name] or 0)
+    for name in FLOAT_COLUMNS:
+        value = float(out[name] or 0.0)
+        out[name] = value if math.isfinite(value) else 0.0
+    if out["status"] is not None:
+        out["status"] = int(out["status"])
+    if not out["total_tokens"]:
+        out["total_tokens"] = out["prompt_tokens"] + out["completion_tokens"]
+    now = dt.datetime.now(dt.UTC)
+    out["startTime"] = as_utc(out["startTime"]) if out["startTime"] is not None else now
+    out["endTime"] = as_utc(out["endTime"]) if out["endTime"] is not None else out["startTime"]
+    out["metadata"] = dict(out["metadata"] or {})
+    for name, length in _LENGTHS.items():
+        if out[name] is not None:
+            out[name] = str(out[name])[:length]
+    if out["request_id"] != request_id:
+        raise ValueError(f"spend row: request_id longer than {_LENGTHS['request_id']} characters")
+    return out
+
+
+def as_utc(value: dt.datetime | str | float | int) -> dt.datetime:
+    """A datetime, an ISO 8601 string or epoch seconds as an aware UTC datetime (naive means UTC)."""
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, str):
+        moment = dt.datetime.fromisoformat(value)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    else:
+        raise ValueError(f"spend row: not a time: {value!r}")
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def _insert(dialect: str) -> Any:
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
+
+
+async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Insert the rows not already present and add them to the roll-ups, in one transaction; returns how many
+    were new. Rows must be ``normalise_row``'s output (the outbox's are)."""
+    unique: dict[str, Mapping[str, Any]] = {}
+    for row in rows:
+        unique.setdefault(row["request_id"], row)
+    if not unique:
+        return 0
+    ordered = [dict(unique[k]) for k in sorted(unique)]
+    insert = _insert(db.dialect)
+    stmt = (insert(spend_logs).on_conflict_do_nothing(index_elements=["request_id"])
+            .returning(spend_logs.c.request_id))
+    async with db.engine.begin() as conn:
+        result = await conn.execute(stmt, ordered)
+        inserted = {r[0] for r in result.all()}
+        if inserted:
+            totals = rollup([unique[k] for k in sorted(inserted)])
+            await conn.execute(_rollup_upsert(db.dialect), totals)
+    return len(inserted)
+
+
+def rollup(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows summed per (UTC date of startTime, api_key, team_id, model_group, model), in key order."""
+    sums: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        key = (as_utc(row["startTime"]).date(), row.get("api_key") or "", row.get("team_id") or "",
+               row.get("model_group") or "", row.get("model") or "")
+        entry = sums.get(key)
+        if entry is None:
+            entry = sums[key] = dict(zip(ROLLUP_KEY, key), **{name: 0 for name in ROLLUP_SUMS})
+            entry["spend"] = 0.0
+        entry["spend"] += row.get("spend") or 0.0
+        entry["requests"] += 1
+        status = row.get("status")
+        entry["failed_requests"] += 1 if (status is not None and status >= 400) or row.get("error_class") else 0
+        for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_hits", "cache_misses"):
+            entry[name] += row.get(name) or 0
+    return [sums[k] for k in sorted(sums)]
+
+
+def _rollup_upsert(dialect: str) -> Any:
+    stmt = _insert(dialect)(daily_spend)
+    return stmt.on_conflict_do_update(
+        index_elements=list(ROLLUP_KEY),
+        set_={name: daily_spend.c[name] + stmt.excluded[name] for name in ROLLUP_SUMS},
+    )
