@@ -11,7 +11,9 @@ the window whatever its own clock says.
 Timeouts are short (0.25 s to connect, 0.25 s for a call's answer, unless told otherwise), redis-py's own
 retries are off, at most ``max_connections`` calls run at once and a call waits at most
 ``pool_timeout_s`` for its turn, so a dead Redis answers with an error quickly instead of stalling
-the request; ``FailoverState`` turns that error into memory service. ``RedisState`` itself raises
+the request; ``FailoverState`` turns that error into memory service. A deadline that passes while
+this process itself was stalled (the event loop busy, the GIL in another thread) does not count
+(``_Deadline``), so a busy gateway does not take its own stall for a Redis outage. ``RedisState`` itself raises
 (``REDIS_ERRORS``). Standalone Redis only (window keys are derived inside the scripts, which
 Redis Cluster would refuse). Needs Redis 5 or later (``TIME`` before a write in a script).
 """
@@ -117,11 +119,48 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
+class _Deadline:
+    """``asyncio.timeout(period_s)``, except that a deadline passed while this process was held up does not count.
+
+    When the check at the deadline runs more than half a period late, the event loop itself was
+    stalled (busy with other work, or another thread held the GIL): Redis's answer may be sitting
+    unread in the socket, so the call gets another period from then, up to ``MAX_PERIODS`` periods
+    in all. When the loop is on time, a Redis that has not answered fails the call in one period.
+    Without this, a busy gateway would take its own stall for a Redis outage and fail over.
+    """
+
+    MAX_PERIODS = 4
+
+    def __init__(self, period_s: float) -> None:
+        self._period_s = period_s
+        self._timeout = asyncio.timeout(None)
+
+    async def __aenter__(self) -> None:
+        await self._timeout.__aenter__()
+        self._loop = asyncio.get_running_loop()
+        now = self._loop.time()
+        self._due = now + self._period_s
+        self._last = now + self._period_s * self.MAX_PERIODS
+        self._check_handle = self._loop.call_at(self._due, self._check)
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self._check_handle.cancel()
+        await self._timeout.__aexit__(*exc_info)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if now - self._due > self._period_s / 2 and now < self._last:
+            self._due = now + self._period_s
+            self._check_handle = self._loop.call_at(self._due, self._check)
+        else:
+            self._timeout.reschedule(now)  # expires on the next turn of the loop
+
+
 class _Slots:
     """At most ``size`` Redis calls at once; a call that waits longer than ``timeout_s`` for its turn fails.
 
     Taking a free slot does not yield to the event loop (an uncontended ``Semaphore``), so it costs
-    next to nothing; only a wait for one is bounded by a timeout.
+    next to nothing; only a wait for one is bounded by a deadline.
     """
 
     def __init__(self, size: int, timeout_s: float) -> None:
@@ -133,7 +172,7 @@ class _Slots:
             await self._semaphore.acquire()
             return
         try:
-            async with asyncio.timeout(self._timeout_s):
+            async with _Deadline(self._timeout_s):
                 await self._semaphore.acquire()
         except TimeoutError:
             raise RedisConnectionError(f"no free Redis connection within {self._timeout_s} s") from None
@@ -153,7 +192,7 @@ class RedisState(SharedState):
         self._latency_samples = latency_samples
         # redis-py's BlockingConnectionPool costs about 70 us a call in its own waiting; the plain
         # pool does not wait, so the bound on connections (and on waiting for one) is _Slots.
-        # The read/write timeout is one asyncio.timeout around each call (_call): redis-py's own
+        # The read/write timeout is one _Deadline around each call (_call): redis-py's own
         # socket_timeout wraps every send in asyncio.wait_for, a new task per command on 3.11.
         # A call cut off by it closes its connection (redis-py disconnects on any interruption).
         self._pool = aioredis.ConnectionPool.from_url(
@@ -204,7 +243,7 @@ class RedisState(SharedState):
         """Run one Redis command (or script, or pipeline) in a connection slot."""
         async with self._slots:
             try:
-                async with asyncio.timeout(self._timeout_s):
+                async with _Deadline(self._timeout_s):
                     return await command(*args, **kwargs)
             except TimeoutError:  # asyncio's; redis-py's own (connect) is a RedisError
                 raise RedisTimeoutError(f"no answer from Redis within {self._timeout_s} s") from None

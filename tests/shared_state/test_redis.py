@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import redis.asyncio as aioredis
 
 from gateway.shared_state import RedisState
-from gateway.shared_state.redis_state import redact_url
+from gateway.shared_state.redis_state import SOCKET_TIMEOUT_S, redact_url
 from tests.shared_state.conftest import REDIS_URL, delete_prefix, make_redis_state
 
 ONE_WINDOW_S = 10**9
@@ -66,3 +67,23 @@ def test_status_names_redis_without_the_password():
     state = RedisState("redis://:s3cret@cache:6379/0")  # connects to nothing until used
     assert state.status() == {"backend": "redis", "degraded": False, "url": "redis://:***@cache:6379/0"}
     assert "s3cret" not in state.url
+
+
+async def test_a_stall_of_this_process_is_not_taken_for_a_slow_redis(prefix: str):
+    """The event loop held past the call's deadline (here by a blocking sleep in another task; in a
+    gateway, CPU work or another thread holding the GIL) while Redis has answered: the call succeeds."""
+    state = RedisState(REDIS_URL)  # the short default timeouts: a stall outlasts them
+    try:
+        await state.incr(prefix + "n")
+        for _ in range(20):
+            async def stall() -> None:
+                await asyncio.sleep(0)
+                time.sleep(SOCKET_TIMEOUT_S * 1.5)
+
+            stalling = asyncio.create_task(stall())
+            await state.incr(prefix + "n")
+            await stalling
+        assert await state.get_int(prefix + "n") == 21
+    finally:
+        await state.close()
+        await delete_prefix(prefix)
