@@ -26,7 +26,7 @@ from gateway.http_protocol import HeaderDeadlineProtocol
 from gateway.limits_settings import LimitsSettings
 from tests.fakes.harness import FakeServer
 from tests.security.conftest import hostile_config
-from tests.security.helpers import address, read_response
+from tests.security.helpers import address, let_the_server_settle, read_response
 
 
 def receiver(messages: list[dict]):
@@ -58,6 +58,7 @@ def test_a_client_that_disconnects_mid_body_is_recorded_as_499_without_a_traceba
                 sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                              b"Content-Length: 1000\r\nx-request-id: gone-mid-body\r\n\r\n{\"model\": ")
                 time.sleep(0.2)
+            let_the_server_settle()
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and gw.state.find("gone-mid-body") is None:
                 time.sleep(0.05)
@@ -163,4 +164,6 @@ def test_a_body_that_trickles_is_cut_off_with_a_408(slow_gateway):
                      b"Content-Length: 200\r\n\r\n{")
         started = time.monotonic()
         status, _ = read_response(sock, 5)
-    assert status == 408 and time.monotonic() - started < 3
+        took = time.monotonic() - started
+    let_the_server_settle()
+    assert status == 408 and took < 3

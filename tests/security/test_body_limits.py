@@ -30,7 +30,7 @@ from gateway.body import (
 )
 from gateway.limits_settings import LimitsSettings
 from gateway.multipart_split import MultipartError, split_multipart
-from tests.security.helpers import address, raw_exchange, read_response
+from tests.security.helpers import address, let_the_server_settle, raw_exchange, read_response
 
 MIB = 1024 * 1024
 S1 = {"model": "jev", "state": "I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Billing?"}}}
@@ -167,6 +167,7 @@ def test_a_chunked_body_is_cut_off_once_over_16_mib(gateway):
         except OSError:  # the server answered and closed while the client was still sending
             pass
         status, _ = read_response(sock, 10)
+    let_the_server_settle()
     assert status == 413
     assert sent < 32 * MIB  # answered once over the cap, not after reading everything
 
