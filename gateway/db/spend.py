@@ -63,7 +63,9 @@ def normalise_row(row: Mapping[str, Any]) -> dict[str, Any]:
     out["metadata"] = dict(out["metadata"] or {})
     for name, length in _LENGTHS.items():
         if out[name] is not None:
-            out[name] = str(out[name])[:length]
+            out[name] = str(out[name]).replace("\x00", "")[:length]  # PostgreSQL's text takes no NUL
+    if out["content"] is not None:
+        out["content"] = str(out["content"]).replace("\x00", "")
     if out["request_id"] != request_id:
         raise ValueError(f"spend row: request_id longer than {_LENGTHS['request_id']} characters")
     return out

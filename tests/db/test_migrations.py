@@ -1,0 +1,123 @@
+"""One Alembic chain for SQLite and PostgreSQL: up, down to base, up again; the models agree with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from gateway.db.cli import migrate_main
+from gateway.db.engine import Database, current_revision, head_revision, migrate, open_database
+from gateway.db.models import Base
+from tests.db.conftest import TABLES, PgDatabases
+
+INDEXES = {
+    "spend_logs": {"ix_spend_logs_startTime", "ix_spend_logs_api_key_startTime", "ix_spend_logs_team_id",
+                   "ix_spend_logs_model_group"},
+    "verification_tokens": {"ix_verification_tokens_team_id", "ix_verification_tokens_budget_reset_at_expires"},
+}
+
+
+@pytest_asyncio.fixture(loop_scope="function", params=["sqlite", "postgresql"])
+async def fresh_url(request: pytest.FixtureRequest, tmp_path: Path, pg_databases: PgDatabases) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fresh.db'}"
+    return await pg_databases.create()
+
+
+async def tables(db: Database) -> set[str]:
+    async with db.engine.connect() as conn:
+        return set(await conn.run_sync(lambda c: sa.inspect(c).get_table_names()))
+
+
+async def model_differences(db: Database) -> list[object]:
+    def compare(conn: sa.Connection) -> list[object]:
+        return list(compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata))
+
+    async with db.engine.connect() as conn:
+        return await conn.run_sync(compare)
+
+
+async def test_the_chain_goes_up_down_and_up_again(fresh_url: str) -> None:
+    db = await open_database(fresh_url)
+    try:
+        head = head_revision()
+        assert head is not None and await current_revision(db) == head
+        assert set(TABLES) <= await tables(db)
+        assert await model_differences(db) == []
+        async with db.engine.connect() as conn:
+            for table, expected in INDEXES.items():
+                names = await conn.run_sync(lambda c, t=table: {i["name"] for i in sa.inspect(c).get_indexes(t)})
+                assert expected <= names, table
+
+        await migrate(db, "base", downgrade=True)
+        assert await current_revision(db) is None
+        assert await tables(db) <= {"alembic_version"}
+
+        await migrate(db, "head")
+        assert await current_revision(db) == head
+        assert await model_differences(db) == []
+    finally:
+        await db.close()
+
+
+async def test_opening_twice_applies_nothing_the_second_time(fresh_url: str) -> None:
+    first = await open_database(fresh_url)
+    await first.close()
+    second = await open_database(fresh_url)
+    try:
+        assert await current_revision(second) == head_revision()
+    finally:
+        await second.close()
+
+
+def write_config(path: Path, url: str) -> Path:
+    path.write_text("model_list:\n  - {model_name: m, litellm_params: {model: local/smollm2}}\n"
+                    f"general_settings:\n  database_url: {url}\n")
+    return path
+
+
+async def test_migrate_command_up_and_down(fresh_url: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    config = str(write_config(tmp_path / "config.yaml", fresh_url))
+    head = head_revision()
+
+    def run(*argv: str) -> int:
+        return migrate_main(["--config", config, *argv])
+
+    # migrate_main runs its own event loop: off this test's loop
+    assert await asyncio.to_thread(run) == 0
+    assert f"from base to {head} (head)" in capsys.readouterr().out
+    assert await asyncio.to_thread(run, "--current") == 0
+    assert f"at revision {head} (head)" in capsys.readouterr().out
+    assert await asyncio.to_thread(run, "--downgrade", "base") == 0
+    assert f"from {head} to base" in capsys.readouterr().out
+    db = await open_database(fresh_url, auto_migrate=False)
+    try:
+        assert await current_revision(db) is None
+    finally:
+        await db.close()
+    assert await asyncio.to_thread(run) == 0
+
+
+def test_migrate_command_reports_a_bad_url(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path / "config.yaml", "mysql://u:secret@h/db")
+    assert migrate_main(["--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "general_settings.database_url" in err and "secret" not in err
+
+
+def test_migrate_command_hides_the_password_when_the_server_is_unreachable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.db.conftest import free_port
+
+    config = write_config(tmp_path / "config.yaml", f"postgresql://u:Hidden99@127.0.0.1:{free_port()}/db")
+    assert migrate_main(["--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "u:***@127.0.0.1" in err and "Hidden99" not in err
