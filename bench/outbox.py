@@ -26,7 +26,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ import sqlalchemy
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bench.docs_section import replace_section
+from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
 from gateway.db.engine import async_url, open_database
 from gateway.db.outbox import SpendOutbox, encode_row
 
@@ -55,16 +56,6 @@ def spend_row(i: int, run: str) -> dict[str, Any]:
 
 
 @dataclass
-class Timing:
-    name: str
-    latencies_us: list[float] = field(default_factory=list)
-
-    def percentile(self, p: float) -> float:
-        ordered = sorted(self.latencies_us)
-        return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
-
-
-@dataclass
 class Drain:
     database: str
     rows: int
@@ -82,7 +73,7 @@ class Results:
 def measure_appends(directory: Path, synchronous: str, n: int, warmup: int) -> Timing:
     outbox = SpendOutbox(directory, synchronous=synchronous)
     run = uuid.uuid4().hex[:8]
-    timing = Timing(f"append, synchronous={synchronous}")
+    timing = Timing("outbox", f"append, synchronous={synchronous}")
     clock = time.perf_counter
     for i in range(warmup + n):
         row = spend_row(i, run)
@@ -96,7 +87,7 @@ def measure_appends(directory: Path, synchronous: str, n: int, warmup: int) -> T
 
 
 def measure_encode(n: int, warmup: int) -> Timing:
-    timing = Timing("encode only (normalise + JSON)")
+    timing = Timing("outbox", "encode only (normalise + JSON)")
     clock = time.perf_counter
     for i in range(warmup + n):
         row = spend_row(i, "enc")
@@ -221,7 +212,7 @@ def section(results: Results) -> str:
     )
     table = ["| append | p50 µs | p99 µs |", "|---|---:|---:|"]
     for timing in results.appends:
-        table.append(f"| {timing.name} | {timing.percentile(50):,.1f} | {timing.percentile(99):,.1f} |")
+        table.append(f"| {timing.call} | {timing.percentile(50):,.1f} | {timing.percentile(99):,.1f} |")
     drains = ["| drain into | rows/s | replay rows/s |", "|---|---:|---:|"]
     for drain in results.drains:
         drains.append(f"| {drain.database} | {drain.rows / drain.drain_s:,.0f} | {drain.rows / drain.replay_s:,.0f} |")

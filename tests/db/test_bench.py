@@ -11,7 +11,7 @@ from tests.db.conftest import PG_SERVER
 
 def test_the_benchmark_measures_every_case_and_rewrites_only_its_own_section(tmp_path: Path) -> None:
     results = bench.run(rows=40, full_rows=20, warmup=2, pg_url=PG_SERVER, base_dir=str(tmp_path))
-    assert [t.name for t in results.appends] == ["encode only (normalise + JSON)", "append, synchronous=NORMAL",
+    assert [t.call for t in results.appends] == ["encode only (normalise + JSON)", "append, synchronous=NORMAL",
                                                  "append, synchronous=FULL"]
     assert [len(t.latencies_us) for t in results.appends] == [40, 40, 20]
     assert [d.database.split()[0] for d in results.drains] == ["SQLite", "PostgreSQL"]
