@@ -1,0 +1,251 @@
+"""Who is calling: key material -> ``Identity`` (key, team, allowed models, limits, budgets, spend).
+
+``Authenticator.resolve(key)``:
+
+- no key -> 401 ``missing_api_key``; the master key -> ``Identity.master`` (no limits, every model);
+- otherwise the key's HMAC id is looked up (the short cache in ``cache.py``, then the database):
+  unknown -> 401; the key or its team blocked, or the key expired -> 403 (``permission_error``).
+
+Allowed models are the key's ``models`` intersected with its team's; an empty list (or one holding
+``*`` / LiteLLM's ``all-proxy-models``) means every model. ``check_model_allowed(identity, group)``
+raises 403 for a model outside them.
+
+Without a master key the gateway runs open, as LiteLLM does: ``resolve`` answers
+``Identity.anonymous`` for any request and the admin API refuses everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.auth.cache import KeyCache
+from gateway.auth.errors import PermissionDenied, missing_key, model_not_allowed, unknown_key
+from gateway.auth.keys import KeyHasher, key_from_headers, load_secret, looks_like_key, master_key_of, secrets_equal
+from translators.errors import DecisionError
+
+log = logging.getLogger("gateway.auth")
+
+ALL_MODELS = frozenset({"*", "all-proxy-models"})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A key's or a team's limits and budget; None means no limit."""
+
+    rpm_limit: int | None = None
+    tpm_limit: int | None = None
+    max_parallel_requests: int | None = None
+    max_budget: float | None = None
+    budget_duration: str | None = None
+    budget_reset_at: datetime | None = None
+    spend: float = 0.0
+
+    def current_spend(self, now: datetime | None = None) -> float:
+        """The spend that counts against ``max_budget`` now: 0 once ``budget_reset_at`` has passed
+        (before the reset job has written it)."""
+        if self.budget_reset_at is not None and _aware(self.budget_reset_at) <= (now or datetime.now(UTC)):
+            return 0.0
+        return self.spend
+
+    def budget_left(self, now: datetime | None = None) -> float | None:
+        return None if self.max_budget is None else self.max_budget - self.current_spend(now)
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """What the store reads of one key (``verification_tokens``), without SQLAlchemy."""
+
+    token: str  # the HMAC id
+    key_alias: str | None = None
+    key_prefix: str | None = None
+    team_id: str | None = None
+    models: tuple[str, ...] = ()
+    limits: Limits = NO_LIMITS
+    expires: datetime | None = None
+    blocked: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TeamRecord:
+    team_id: str
+    team_alias: str | None = None
+    models: tuple[str, ...] = ()
+    limits: Limits = NO_LIMITS
+    blocked: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The resolved caller. ``models`` None means every model; an empty set means none."""
+
+    key_hash: str | None
+    key_alias: str | None = None
+    key_prefix: str | None = None
+    team_id: str | None = None
+    team_alias: str | None = None
+    models: frozenset[str] | None = None
+    key_limits: Limits = NO_LIMITS
+    team_limits: Limits | None = None
+    blocked: bool = False
+    expires: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    is_master: bool = False
+
+    @classmethod
+    def master(cls, key_hash: str | None = None) -> Identity:
+        return cls(key_hash=key_hash, key_alias="master", is_master=True)
+
+    @classmethod
+    def anonymous(cls) -> Identity:
+        return cls(key_hash=None, key_alias=None)
+
+    @classmethod
+    def of(cls, key: KeyRecord, team: TeamRecord | None) -> Identity:
+        return cls(
+            key_hash=key.token, key_alias=key.key_alias, key_prefix=key.key_prefix, team_id=key.team_id,
+            team_alias=team.team_alias if team else None,
+            models=allowed_models(key.models, team.models if team else ()),
+            key_limits=key.limits, team_limits=team.limits if team else None,
+            blocked=key.blocked or bool(team and team.blocked), expires=key.expires,
+            metadata=dict(key.metadata), tags=key.tags,
+        )
+
+    @property
+    def limited(self) -> bool:
+        """False for the master key and an open gateway: no limit or budget applies."""
+        return self.key_hash is not None and not self.is_master
+
+
+def allowed_models(key_models: tuple[str, ...] | list[str], team_models: tuple[str, ...] | list[str]
+                   ) -> frozenset[str] | None:
+    """The key's models within its team's; None when both allow every model."""
+    key_set = None if not key_models or ALL_MODELS & set(key_models) else frozenset(key_models)
+    team_set = None if not team_models or ALL_MODELS & set(team_models) else frozenset(team_models)
+    if key_set is None:
+        return team_set
+    return key_set if team_set is None else key_set & team_set
+
+
+def check_model_allowed(identity: Identity, model_group: str) -> None:
+    """403 ``model_not_allowed`` when ``identity`` may not call ``model_group``."""
+    if identity.models is None or model_group in identity.models:
+        return
+    raise model_not_allowed(model_group[:200], sorted(identity.models))
+
+
+Entry = tuple[KeyRecord, TeamRecord | None]
+Loader = Callable[[str], Awaitable[Entry | None]]
+
+
+class Authenticator:
+    """Resolves key material to an ``Identity``; one per process, shared by the pipeline and the admin API."""
+
+    def __init__(self, hasher: KeyHasher, master_key: str | None, load: Loader | None,
+                 cache: KeyCache[Entry]):
+        self.hasher = hasher
+        self._master_key = master_key
+        self._master = Identity.master(hasher.hash(master_key)) if master_key else None
+        self._load = load
+        self.cache = cache
+
+    @classmethod
+    def build(cls, general_settings: Mapping[str, Any] | None, db: Any, shared: Any, *,
+              environ: Mapping[str, str] | None = None) -> Authenticator:
+        """From the config's ``general_settings`` (``master_key``, ``salt_key``), the ``Database``
+        (or None: only the master key works) and the ``SharedState`` (cache invalidation)."""
+        environ = os.environ if environ is None else environ
+        hasher = KeyHasher(load_secret(general_settings, environ))
+        load: Loader | None = None
+        if db is not None:
+            from gateway.auth import store
+
+            async def load(key_hash: str) -> Entry | None:
+                return await store.load_entry(db, key_hash)
+
+        return cls(hasher, master_key_of(general_settings, environ), load, KeyCache(shared))
+
+    @property
+    def required(self) -> bool:
+        """True when a master key is set: every request needs a key."""
+        return self._master is not None
+
+    def is_master(self, key: str) -> bool:
+        return self._master_key is not None and secrets_equal(key, self._master_key)
+
+    async def resolve_headers(self, headers: Mapping[str, str], now: datetime | None = None) -> Identity:
+        """``resolve`` with the key from ``Authorization: Bearer``, ``x-api-key`` or ``api-key``."""
+        return await self.resolve(key_from_headers(headers), now)
+
+    async def resolve(self, key: str | None, now: datetime | None = None) -> Identity:
+        if self._master is None:
+            return Identity.anonymous()
+        if not key:
+            raise missing_key()
+        if self.is_master(key):
+            return self._master
+        if not looks_like_key(key) or self._load is None:
+            raise unknown_key()
+        key_hash = self.hasher.hash(key)
+        entry = await self.lookup(key_hash)
+        if entry is None:
+            raise unknown_key()
+        identity = Identity.of(*entry)
+        check_usable(identity, entry, now)
+        return identity
+
+    async def lookup(self, key_hash: str) -> Entry | None:
+        """The key with this HMAC id and its team (cached for about a second), or None."""
+        load = self._load
+        if load is None:
+            return None
+
+        async def from_store() -> Entry | None:
+            try:
+                return await load(key_hash)
+            except DecisionError:
+                raise
+            except Exception as exc:  # the database is away: refuse, and say nothing of the key
+                log.error("key lookup failed: %s", type(exc).__name__)
+                raise DecisionError(status=503, message="The key store is unavailable; try again shortly.",
+                                    type="service_unavailable", code="key_store_unavailable") from None
+
+        return await self.cache.get_or_load(key_hash, from_store)
+
+    async def changed(self) -> None:
+        """Call after any change to keys or teams: every process forgets what it cached."""
+        await self.cache.changed()
+
+
+def check_usable(identity: Identity, entry: Entry, now: datetime | None = None) -> None:
+    """403 when the key is blocked or expired, or its team is blocked or gone."""
+    key, team = entry
+    name = f"Key '{identity.key_alias}'" if identity.key_alias else "This key"
+    if key.team_id is not None and team is None:
+        raise PermissionDenied(f"{name} belongs to a team that no longer exists.", code="team_deleted")
+    if team is not None and team.blocked:
+        raise PermissionDenied(f"{name} belongs to team '{team.team_alias or team.team_id}', which is blocked.",
+                               code="team_blocked")
+    if identity.blocked:
+        raise PermissionDenied(f"{name} is blocked.", code="key_blocked")
+    if identity.expires is not None and _aware(identity.expires) <= (now or datetime.now(UTC)):
+        raise PermissionDenied(f"{name} expired at {_aware(identity.expires).isoformat()}.", code="key_expired")
+
+
+def _aware(when: datetime) -> datetime:
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when

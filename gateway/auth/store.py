@@ -1,0 +1,245 @@
+"""Keys and teams in the database (``gateway/db/models.py``): reads and writes, every value a bound parameter.
+
+Rows leave as plain records (``KeyRecord``, ``TeamRecord`` from ``identity.py``), never as ORM objects,
+so nothing outside a session can lazy-load. Callers validate values first (``gateway/admin/service.py``);
+the functions here only read and write. A write that breaks a constraint (a second key with one alias,
+a team that vanished meanwhile) raises ``Conflict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from gateway.auth.durations import next_reset
+from gateway.auth.identity import Entry, KeyRecord, Limits, TeamRecord
+from gateway.db.engine import Database
+from gateway.db.models import Team, VerificationToken
+from translators.errors import DecisionError
+
+Row = TypeVar("Row", VerificationToken, Team)
+Out = TypeVar("Out", KeyRecord, TeamRecord)
+
+KEY_COLUMNS = frozenset(c.key for c in sa.inspect(VerificationToken).column_attrs)
+TEAM_COLUMNS = frozenset(c.key for c in sa.inspect(Team).column_attrs)
+
+
+class Conflict(DecisionError):
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(status=400, message=message, loc=(field,) if field else None,
+                         type="invalid_request_error", code="conflict")
+
+
+def _limits(row: VerificationToken | Team) -> Limits:
+    return Limits(rpm_limit=row.rpm_limit, tpm_limit=row.tpm_limit, max_parallel_requests=row.max_parallel_requests,
+                  max_budget=row.max_budget, budget_duration=row.budget_duration,
+                  budget_reset_at=row.budget_reset_at, spend=row.spend or 0.0)
+
+
+def key_record(row: VerificationToken) -> KeyRecord:
+    return KeyRecord(token=row.token, key_alias=row.key_alias, key_prefix=row.key_prefix, team_id=row.team_id,
+                     models=tuple(row.models or ()), limits=_limits(row), expires=row.expires,
+                     blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}), tags=tuple(row.tags or ()),
+                     created_at=row.created_at, updated_at=row.updated_at)
+
+
+def team_record(row: Team) -> TeamRecord:
+    return TeamRecord(team_id=row.team_id, team_alias=row.team_alias, models=tuple(row.models or ()),
+                      limits=_limits(row), blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}),
+                      created_at=row.created_at, updated_at=row.updated_at)
+
+
+def _columns(values: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
+    out = {("metadata_" if name == "metadata" else name): value for name, value in values.items()}
+    unknown = set(out) - allowed
+    if unknown:
+        raise ValueError(f"not a column: {sorted(unknown)}")
+    return out
+
+
+# ---- keys ---------------------------------------------------------------------------------------
+
+
+async def load_entry(db: Database, token: str) -> Entry | None:
+    """The key with this id and its team (None when it has none), in one query; None when unknown."""
+    query = (sa.select(VerificationToken, Team).outerjoin(Team, Team.team_id == VerificationToken.team_id)
+             .where(VerificationToken.token == token))
+    async with db.sessions() as session:
+        row = (await session.execute(query)).first()
+    if row is None:
+        return None
+    key, team = row
+    return key_record(key), team_record(team) if team is not None else None
+
+
+async def get_key(db: Database, *, token: str | None = None, alias: str | None = None) -> KeyRecord | None:
+    if (token is None) == (alias is None):
+        raise ValueError("give token or alias")
+    where = VerificationToken.token == token if token is not None else VerificationToken.key_alias == alias
+    async with db.sessions() as session:
+        row = (await session.execute(sa.select(VerificationToken).where(where))).scalar_one_or_none()
+        return key_record(row) if row is not None else None
+
+
+async def insert_key(db: Database, values: Mapping[str, Any]) -> KeyRecord:
+    return await _insert(db, VerificationToken(**_columns(values, KEY_COLUMNS)), key_record)
+
+
+async def update_key(db: Database, token: str, values: Mapping[str, Any]) -> KeyRecord | None:
+    """Set ``values`` on the key ``token`` (a new ``token`` among them replaces its id: regenerate)."""
+    return await _update(db, VerificationToken, token, _columns(values, KEY_COLUMNS), key_record)
+
+
+async def delete_keys(db: Database, tokens: Sequence[str] = (), aliases: Sequence[str] = ()) -> list[str]:
+    """Delete the keys with these ids or aliases; the ids of those that existed."""
+    conditions = []
+    if tokens:
+        conditions.append(VerificationToken.token.in_(list(tokens)))
+    if aliases:
+        conditions.append(VerificationToken.key_alias.in_(list(aliases)))
+    if not conditions:
+        return []
+    async with db.sessions() as session:
+        result = await session.execute(sa.delete(VerificationToken).where(sa.or_(*conditions))
+                                       .returning(VerificationToken.token))
+        deleted = [token for (token,) in result.all()]
+        await session.commit()
+    return deleted
+
+
+async def list_keys(db: Database, *, page: int, size: int, team_id: str | None = None,
+                    key_alias: str | None = None) -> tuple[list[KeyRecord], int]:
+    """One page (from 1) of keys, newest first, and how many match in all."""
+    where = []
+    if team_id is not None:
+        where.append(VerificationToken.team_id == team_id)
+    if key_alias is not None:
+        where.append(VerificationToken.key_alias == key_alias)
+    query = (sa.select(VerificationToken).where(*where)
+             .order_by(VerificationToken.created_at.desc(), VerificationToken.token)
+             .limit(size).offset((page - 1) * size))
+    async with db.sessions() as session:
+        total = (await session.execute(sa.select(sa.func.count()).select_from(VerificationToken)
+                                       .where(*where))).scalar_one()
+        rows = (await session.execute(query)).scalars().all()
+        return [key_record(row) for row in rows], int(total)
+
+
+# ---- teams --------------------------------------------------------------------------------------
+
+
+async def get_team(db: Database, team_id: str) -> TeamRecord | None:
+    async with db.sessions() as session:
+        row = await session.get(Team, team_id)
+        return team_record(row) if row is not None else None
+
+
+async def teams_by_alias(db: Database, alias: str, limit: int = 2) -> list[TeamRecord]:
+    """Teams with this alias (aliases need not be unique: ``limit`` tells whether there are several)."""
+    query = sa.select(Team).where(Team.team_alias == alias).order_by(Team.created_at).limit(limit)
+    async with db.sessions() as session:
+        return [team_record(row) for row in (await session.execute(query)).scalars().all()]
+
+
+async def insert_team(db: Database, values: Mapping[str, Any]) -> TeamRecord:
+    return await _insert(db, Team(**_columns(values, TEAM_COLUMNS)), team_record,
+                         "a team with this team_id exists already", "team_id")
+
+
+async def update_team(db: Database, team_id: str, values: Mapping[str, Any]) -> TeamRecord | None:
+    return await _update(db, Team, team_id, _columns(values, TEAM_COLUMNS), team_record)
+
+
+async def delete_teams(db: Database, team_ids: Sequence[str]) -> tuple[list[str], int]:
+    """Delete these teams and their keys, in one transaction: (the team ids deleted, keys deleted)."""
+    ids = list(team_ids)
+    async with db.sessions() as session:
+        keys = await session.execute(sa.delete(VerificationToken).where(VerificationToken.team_id.in_(ids))
+                                     .returning(VerificationToken.token))
+        key_count = len(keys.all())
+        teams = await session.execute(sa.delete(Team).where(Team.team_id.in_(ids)).returning(Team.team_id))
+        deleted = [team_id for (team_id,) in teams.all()]
+        await session.commit()
+    return deleted, key_count
+
+
+async def list_teams(db: Database, *, page: int, size: int) -> tuple[list[TeamRecord], int]:
+    query = sa.select(Team).order_by(Team.created_at.desc(), Team.team_id).limit(size).offset((page - 1) * size)
+    async with db.sessions() as session:
+        total = (await session.execute(sa.select(sa.func.count()).select_from(Team))).scalar_one()
+        rows = (await session.execute(query)).scalars().all()
+        return [team_record(row) for row in rows], int(total)
+
+
+# ---- budget resets ------------------------------------------------------------------------------
+
+
+async def reset_budgets(db: Database, now: datetime | None = None) -> int:
+    """Zero the spend of every key and team whose ``budget_reset_at`` has passed and set its next reset;
+    how many rows were reset. Safe to run from several processes (each row is locked while reset)."""
+    now = now or datetime.now(UTC)
+    async with db.sessions() as session:
+        keys = await _due(session, VerificationToken, now, _lock(db))
+        teams = await _due(session, Team, now, _lock(db))
+        for row in keys:
+            _reset(row, now)
+        for team in teams:
+            _reset(team, now)
+        await session.commit()
+    return len(keys) + len(teams)
+
+
+
+
+async def _due(session: AsyncSession, model: type[Row], now: datetime, lock: bool) -> Sequence[Row]:
+    query = sa.select(model).where(model.budget_reset_at.is_not(None), model.budget_reset_at <= now)
+    if lock:
+        query = query.with_for_update(skip_locked=True)
+    return (await session.execute(query)).scalars().all()
+
+
+def _reset(row: VerificationToken | Team, now: datetime) -> None:
+    row.spend = 0.0
+    try:
+        row.budget_reset_at = next_reset(row.budget_duration, now) if row.budget_duration else None
+    except ValueError:  # written by hand into the table: no further resets rather than a failed job
+        row.budget_reset_at = None
+
+
+async def _insert(db: Database, row: Row, record: Callable[[Row], Out], *conflict: str) -> Out:
+    async with db.sessions() as session:
+        session.add(row)
+        await _commit(session, *conflict)
+        return record(row)
+
+
+async def _update(db: Database, model: type[Row], key: str, columns: Mapping[str, Any],
+                  record: Callable[[Row], Out]) -> Out | None:
+    async with db.sessions() as session:
+        row = await session.get(model, key, with_for_update=_lock(db))
+        if row is None:
+            return None
+        for name, value in columns.items():
+            setattr(row, name, value)
+        row.updated_at = datetime.now(UTC)
+        await _commit(session)
+        return record(row)
+
+
+def _lock(db: Database) -> bool:
+    """Row locks where the database has them (SQLite's BEGIN IMMEDIATE already serialises writers)."""
+    return db.dialect == "postgresql"
+
+
+async def _commit(session: AsyncSession, message: str = "conflicts with an existing key or team (key_alias in use, "
+                  "or the team is gone)", field: str | None = None) -> None:
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        raise Conflict(message, field) from None
