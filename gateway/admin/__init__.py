@@ -1,0 +1,21 @@
+"""The admin API (LiteLLM's paths and field names): keys (``keys.py``), teams (``teams.py``), spend
+(``spend.py``), one set of operations under them (``service.py``) that the CLI (``cli.py``) shares.
+
+``admin_router()`` is what the app includes. The routes read ``config``, ``db``, ``shared`` (and
+``auth`` when present) from ``request.app.state.gateway``; see ``common.py``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+
+def admin_router() -> APIRouter:
+    """Every admin route: ``/key/*``, ``/team/*``, ``/spend/logs``, ``/global/spend/report``."""
+    from gateway.admin import keys, spend, teams
+
+    router = APIRouter()
+    router.include_router(keys.router)
+    router.include_router(teams.router)
+    router.include_router(spend.router)
+    return router

@@ -1,0 +1,166 @@
+"""What every admin route shares: the caller checked first, a capped body, errors in OpenAI's envelope.
+
+``AdminRoute`` (the routers' ``route_class``) runs, before FastAPI reads or validates anything:
+
+1. the admin API is on only with a master key (``general_settings.master_key`` or
+   ``DECISIONS_GATEWAY_MASTER_KEY``): 403 ``admin_disabled`` otherwise;
+2. the caller's key (``Authorization: Bearer``, ``x-api-key``, ``api-key``) is resolved: 401 / 403;
+3. the body is read up to ``MAX_BODY_BYTES`` (413 past it).
+
+Then the route's dependency decides: ``master_admin`` (the master key only; 403 ``admin_only``
+for a virtual key) or ``caller_admin`` (any valid key; the route limits what it sees). Every
+``DecisionError``, validation error and ``HTTPException`` is answered as
+``{"error": {"message", "type", "param", "code"}}``.
+
+From ``request.app.state.gateway`` these read ``config`` (``general_settings``), ``db`` (a
+``gateway.db.engine.Database``, or None: 503 ``no_db_connection``) and ``shared`` (the
+``SharedState``), and ``auth`` (an ``Authenticator``) when the gateway has one; without it one is
+built from those three and kept on ``request.app.state.admin_auth``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from fastapi.security import APIKeyHeader, HTTPBearer
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.responses import Response
+
+from gateway.admin.service import Admin
+from gateway.auth.errors import PermissionDenied
+from gateway.auth.identity import Authenticator, Identity
+from translators import openai as openai_wire
+from translators.errors import DecisionError, RequestInvalid, format_param
+
+MAX_BODY_BYTES = 64 * 1024
+
+log = logging.getLogger("gateway.admin")
+
+
+def authenticator(request: Request) -> Authenticator:
+    gateway = request.app.state.gateway
+    auth = getattr(gateway, "auth", None)
+    if isinstance(auth, Authenticator):
+        return auth
+    auth = getattr(request.app.state, "admin_auth", None)
+    if not isinstance(auth, Authenticator):
+        auth = Authenticator.build(gateway.config.general_settings, getattr(gateway, "db", None),
+                                   getattr(gateway, "shared", None))
+        request.app.state.admin_auth = auth
+    return auth
+
+
+def error_response(err: DecisionError) -> JSONResponse:
+    status, body = openai_wire.render_error(err)
+    return JSONResponse(body, status_code=status, headers=err.headers or None)
+
+
+def validation_error(exc: RequestValidationError) -> RequestInvalid:
+    """The first problem FastAPI found, as one sentence naming the field (never echoing its value)."""
+    errors = list(exc.errors())
+    first = errors[0] if errors else {"loc": (), "msg": "is invalid", "type": "invalid"}
+    loc = tuple(part for part in first.get("loc", ())[1:] if isinstance(part, str | int))
+    where = format_param(loc) or "The request body"
+    kind = str(first.get("type", "invalid"))
+    message = {"missing": "is required", "extra_forbidden": "is not a recognised field; remove it",
+               "json_invalid": "is not valid JSON"}.get(kind, str(first.get("msg", "is invalid")))
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    return RequestInvalid(f"{where}: {message.rstrip('.')}." if loc else f"{where} {message.rstrip('.')}.",
+                          loc or None, code=kind)
+
+
+async def read_capped(request: Request, limit: int = MAX_BODY_BYTES) -> None:
+    """Read the body (kept for FastAPI to parse) and refuse it past ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    request._body = b"".join(chunks)
+
+
+def _too_large(limit: int) -> RequestInvalid:
+    return RequestInvalid(f"The request body is larger than {limit // 1024} KiB.", None, status=413,
+                          code="request_too_large")
+
+
+class AdminRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                auth = authenticator(request)
+                if not auth.required:
+                    raise PermissionDenied("The admin API is off: set general_settings.master_key "
+                                           "(or DECISIONS_GATEWAY_MASTER_KEY).", code="admin_disabled")
+                request.state.admin_identity = await auth.resolve_headers(request.headers)
+                await read_capped(request)
+                return await handler(request)
+            except DecisionError as err:
+                return error_response(err)
+            except RequestValidationError as exc:
+                return error_response(validation_error(exc))
+            except HTTPException as exc:
+                return error_response(DecisionError(status=exc.status_code, message=str(exc.detail),
+                                                    type="invalid_request_error"))
+            except (SQLAlchemyError, OSError) as exc:  # the database is away: say so, and nothing of the query
+                log.error("admin %s %s: database error %s", request.method, request.url.path, type(exc).__name__)
+                return error_response(DecisionError(status=503, message="The database is unavailable; try again "
+                                                    "shortly.", type="service_unavailable", code="db_unavailable"))
+
+        return guarded
+
+
+@dataclass
+class Caller:
+    identity: Identity
+    admin: Admin
+
+
+def _admin(request: Request) -> Admin:
+    gateway = request.app.state.gateway
+    db = getattr(gateway, "db", None)
+    if db is None:
+        raise DecisionError(status=503, message="The admin API needs a database: set general_settings.database_url.",
+                            type="service_unavailable", code="no_db_connection")
+    auth = authenticator(request)
+    return Admin(db=db, hasher=auth.hasher, changed=auth.changed)
+
+
+# Declared for /docs (the "Authorize" button); the key is checked by AdminRoute, not by these.
+_bearer = HTTPBearer(auto_error=False, description="The master key (a virtual key for /key/info)")
+_api_key = APIKeyHeader(name="x-api-key", auto_error=False)
+
+
+def master_admin(request: Request, _b: Annotated[Any, Depends(_bearer)],
+                 _k: Annotated[Any, Depends(_api_key)]) -> Admin:
+    identity: Identity = request.state.admin_identity
+    if not identity.is_master:
+        raise PermissionDenied("Only the master key may use this admin route.", code="admin_only")
+    return _admin(request)
+
+
+def caller_admin(request: Request, _b: Annotated[Any, Depends(_bearer)],
+                 _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    return Caller(identity=request.state.admin_identity, admin=_admin(request))
+
+
+MasterAdmin = Annotated[Admin, Depends(master_admin)]
+AnyCaller = Annotated[Caller, Depends(caller_admin)]
+
+
+def pages(total: int, size: int) -> int:
+    return (total + size - 1) // size if total else 0

@@ -1,0 +1,84 @@
+"""Virtual keys: LiteLLM's ``/key/*`` routes. The master key only, except ``GET /key/info``, which a
+virtual key may call for itself (its own spend and limits)."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from gateway.admin import schemas, service
+from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, pages
+from gateway.auth import store
+from gateway.auth.errors import PermissionDenied, unknown_key
+from translators.errors import RequestInvalid
+
+router = APIRouter(route_class=AdminRoute, tags=["keys"])
+
+
+@router.post("/key/generate", summary="Make a virtual key (shown once)")
+async def generate_key(body: schemas.GenerateKeyRequest, admin: MasterAdmin) -> schemas.GenerateKeyResponse:
+    key, record = await service.create_key(admin, body)
+    return service.generated(key, record)
+
+
+@router.get("/key/info", summary="A key's limits, budget and spend")
+async def key_info(caller: AnyCaller,
+                   key: Annotated[schemas.KeyRef | None, Query(description="The key or its id; "
+                                                               "a virtual key may leave it out")] = None,
+                   ) -> schemas.KeyInfoResponse:
+    admin, identity = caller.admin, caller.identity
+    if identity.is_master:
+        if key is None:
+            raise RequestInvalid("key is required: the key or its id.", ("key",), code="missing")
+        record = await service.find_key(admin, key)
+    else:
+        own = identity.key_hash or ""
+        asked = admin.token_of(key) if key is not None else own
+        if asked is None or not hmac.compare_digest(asked, own):
+            raise PermissionDenied("A virtual key may read only its own info.", code="admin_only")
+        found = await store.get_key(admin.db, token=own)
+        if found is None:
+            raise unknown_key()
+        record = found
+    return schemas.KeyInfoResponse(key=record.token, info=service.key_info(record))
+
+
+@router.post("/key/update", summary="Change a key's alias, team, models, budget or limits")
+async def update_key(body: schemas.UpdateKeyRequest, admin: MasterAdmin) -> schemas.KeyInfo:
+    return service.key_info(await service.update_key(admin, body))
+
+
+@router.post("/key/delete", summary="Delete keys by key, id or alias")
+async def delete_keys(body: schemas.DeleteKeysRequest, admin: MasterAdmin) -> schemas.DeleteKeysResponse:
+    return schemas.DeleteKeysResponse(deleted_keys=await service.delete_keys(admin, body))
+
+
+@router.get("/key/list", summary="Keys, a page at a time (ids and prefixes, never the keys)")
+async def list_keys(admin: MasterAdmin,
+                    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+                    size: Annotated[int, Query(ge=1, le=schemas.MAX_PAGE_SIZE)] = 10,
+                    team_id: Annotated[schemas.TeamId | None, Query()] = None,
+                    key_alias: Annotated[schemas.Alias | None, Query()] = None,
+                    return_full_object: bool = False) -> schemas.KeyListResponse:
+    records, total = await store.list_keys(admin.db, page=page, size=size, team_id=team_id, key_alias=key_alias)
+    keys: list[str] | list[schemas.KeyInfo]
+    keys = [service.key_info(r) for r in records] if return_full_object else [r.token for r in records]
+    return schemas.KeyListResponse(keys=keys, total_count=total, current_page=page, total_pages=pages(total, size))
+
+
+@router.post("/key/block", summary="Block a key: refused everywhere within a second")
+async def block_key(body: schemas.KeyRequest, admin: MasterAdmin) -> schemas.KeyInfo:
+    return service.key_info(await service.set_key_blocked(admin, body.key, True))
+
+
+@router.post("/key/unblock", summary="Unblock a key")
+async def unblock_key(body: schemas.KeyRequest, admin: MasterAdmin) -> schemas.KeyInfo:
+    return service.key_info(await service.set_key_blocked(admin, body.key, False))
+
+
+@router.post("/key/regenerate", summary="A new key for the same record (shown once); the old one stops working")
+async def regenerate_key(body: schemas.RegenerateKeyRequest, admin: MasterAdmin) -> schemas.GenerateKeyResponse:
+    key, record = await service.regenerate_key(admin, body)
+    return service.generated(key, record)

@@ -1,0 +1,248 @@
+"""What the admin API and the CLI do to keys and teams, once: validated requests in, records out.
+
+``Admin(db, hasher, changed)``: the database, the key hasher (the server secret) and what to call after
+every change (``Authenticator.changed``: every gateway process forgets the keys it cached). The HTTP
+routes (``keys.py``, ``teams.py``) and ``cli.py`` build one and call the same functions, so both
+validate alike. A key is shown once, in the result of ``create_key`` / ``regenerate_key``; everything
+else names it by its id (``token``, the keyed hash) or alias.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from gateway.admin import schemas
+from gateway.auth import store
+from gateway.auth.durations import expires_at, next_reset
+from gateway.auth.identity import KeyRecord, TeamRecord, allowed_models
+from gateway.auth.keys import KEY_PREFIX, KeyHasher, display_prefix, generate_key, is_hash_id
+from gateway.db.engine import Database
+from gateway.db.models import new_team_id
+from translators.errors import DecisionError, RequestInvalid
+
+Saved = TypeVar("Saved", KeyRecord, TeamRecord)
+
+
+class NotFound(DecisionError):
+    def __init__(self, message: str, field: str):
+        super().__init__(status=404, message=message, loc=(field,), type="not_found_error", code="not_found")
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass
+class Admin:
+    db: Database
+    hasher: KeyHasher
+    changed: Callable[[], Awaitable[None]] = _nothing
+
+    def token_of(self, ref: str) -> str | None:
+        """The id of a key given as the key itself or as its id; None for anything else."""
+        if ref.startswith(KEY_PREFIX):
+            return self.hasher.hash(ref)
+        return ref if is_hash_id(ref) else None
+
+
+# ---- keys ---------------------------------------------------------------------------------------
+
+
+def _limit_columns(req: schemas.LimitFields, now: datetime, *, only_set: bool) -> dict[str, Any]:
+    """The columns a request sets; with ``only_set``, just the fields it named (an update)."""
+    given = req.model_fields_set if only_set else set(type(req).model_fields)
+    values: dict[str, Any] = {}
+    for name in ("max_budget", "tpm_limit", "rpm_limit", "max_parallel_requests"):
+        if name in given:
+            values[name] = getattr(req, name)
+    if "models" in given:
+        values["models"] = list(req.models or [])
+    if "metadata" in given:
+        values["metadata"] = dict(req.metadata or {})
+    if "blocked" in given and (req.blocked is not None or not only_set):
+        values["blocked"] = bool(req.blocked)
+    if "budget_duration" in given:
+        values["budget_duration"] = req.budget_duration
+        values["budget_reset_at"] = next_reset(req.budget_duration, now) if req.budget_duration else None
+    return values
+
+
+def _key_columns(req: schemas.KeyFields, now: datetime, *, only_set: bool) -> dict[str, Any]:
+    values = _limit_columns(req, now, only_set=only_set)
+    given = req.model_fields_set if only_set else set(type(req).model_fields)
+    for name in ("key_alias", "team_id"):
+        if name in given:
+            values[name] = getattr(req, name)
+    if "tags" in given:
+        values["tags"] = list(req.tags or [])
+    duration = getattr(req, "duration", None)
+    if "duration" in given:
+        values["expires"] = expires_at(duration, now) if duration else None
+    return values
+
+
+async def _check_key_columns(admin: Admin, values: dict[str, Any], current: KeyRecord | None = None) -> None:
+    """The alias is free, the team exists, and the key's models lie within the team's."""
+    alias = values.get("key_alias")
+    if alias is not None and (current is None or alias != current.key_alias):
+        if await store.get_key(admin.db, alias=alias) is not None:
+            raise RequestInvalid("key_alias is in use by another key; choose another.", ("key_alias",),
+                                 code="conflict")
+    team_id = values["team_id"] if "team_id" in values else (current.team_id if current else None)
+    if team_id is None:
+        return
+    team = await store.get_team(admin.db, team_id)
+    if team is None:
+        raise NotFound("team_id names no team; make it with /team/new first.", "team_id")
+    models = values["models"] if "models" in values else list(current.models if current else ())
+    team_allows, key_wants = allowed_models((), team.models), allowed_models(models, ())
+    if team_allows is not None and key_wants is not None and key_wants - team_allows:
+        outside = ", ".join(sorted(key_wants - team_allows)[:10])
+        raise RequestInvalid(f"models {outside} are not among the team's models.", ("models",),
+                             code="model_not_in_team")
+
+
+async def create_key(admin: Admin, req: schemas.GenerateKeyRequest) -> tuple[str, KeyRecord]:
+    """(the key, shown once; its record)."""
+    now = datetime.now(UTC)
+    values = _key_columns(req, now, only_set=False)
+    await _check_key_columns(admin, values)
+    key = generate_key()
+    values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key), spend=0.0)
+    record = await store.insert_key(admin.db, values)
+    await admin.changed()
+    return key, record
+
+
+async def find_key(admin: Admin, ref: str, *, by_alias: bool = False) -> KeyRecord:
+    """The key given as the key or its id (or, ``by_alias``, its alias); 404 otherwise."""
+    token = admin.token_of(ref)
+    record = None
+    if token is not None:
+        record = await store.get_key(admin.db, token=token)
+    elif by_alias:
+        record = await store.get_key(admin.db, alias=ref)
+    if record is None:
+        raise NotFound("No such key (give the key, its id or its alias).", "key")
+    return record
+
+
+async def update_key(admin: Admin, req: schemas.UpdateKeyRequest) -> KeyRecord:
+    current = await find_key(admin, req.key)
+    values = _key_columns(req, datetime.now(UTC), only_set=True)
+    if "spend" in req.model_fields_set:
+        values["spend"] = req.spend or 0.0
+    await _check_key_columns(admin, values, current)
+    return await _save_key(admin, current.token, values)
+
+
+async def set_key_blocked(admin: Admin, ref: str, blocked: bool, *, by_alias: bool = False) -> KeyRecord:
+    current = await find_key(admin, ref, by_alias=by_alias)
+    return await _save_key(admin, current.token, {"blocked": blocked})
+
+
+async def regenerate_key(admin: Admin, req: schemas.RegenerateKeyRequest) -> tuple[str, KeyRecord]:
+    """A new key for the record: the old one stops working at once; limits, spend and alias stay
+    unless the request changes them."""
+    current = await find_key(admin, req.key)
+    values = _key_columns(req, datetime.now(UTC), only_set=True)
+    await _check_key_columns(admin, values, current)
+    key = generate_key()
+    values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key))
+    return key, await _save_key(admin, current.token, values)
+
+
+async def _save_key(admin: Admin, token: str, values: dict[str, Any]) -> KeyRecord:
+    return await _announced(admin, await store.update_key(admin.db, token, values), "key", "key")
+
+
+async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest) -> list[str]:
+    refs = list(req.keys or [])
+    tokens = [t for t in (admin.token_of(ref) for ref in refs) if t is not None]
+    aliases = list(req.key_aliases or [])
+    if not refs and not aliases:
+        raise RequestInvalid("Give keys (keys or their ids) or key_aliases to delete.", ("keys",), code="missing")
+    deleted = await store.delete_keys(admin.db, tokens, aliases)
+    if deleted:
+        await admin.changed()
+    return deleted
+
+
+# ---- teams --------------------------------------------------------------------------------------
+
+
+async def create_team(admin: Admin, req: schemas.NewTeamRequest) -> TeamRecord:
+    now = datetime.now(UTC)
+    values = _limit_columns(req, now, only_set=False)
+    values.update(team_id=req.team_id or new_team_id(), team_alias=req.team_alias, spend=0.0)
+    if await store.get_team(admin.db, values["team_id"]) is not None:
+        raise RequestInvalid("A team with this team_id exists already.", ("team_id",), code="conflict")
+    record = await store.insert_team(admin.db, values)
+    await admin.changed()
+    return record
+
+
+async def find_team(admin: Admin, team_id: str) -> TeamRecord:
+    record = await store.get_team(admin.db, team_id)
+    if record is None:
+        raise NotFound("No such team.", "team_id")
+    return record
+
+
+async def update_team(admin: Admin, req: schemas.UpdateTeamRequest) -> TeamRecord:
+    values = _limit_columns(req, datetime.now(UTC), only_set=True)
+    if "team_alias" in req.model_fields_set:
+        values["team_alias"] = req.team_alias
+    return await _save_team(admin, req.team_id, values)
+
+
+async def set_team_blocked(admin: Admin, team_id: str, blocked: bool) -> TeamRecord:
+    return await _save_team(admin, team_id, {"blocked": blocked})
+
+
+async def _save_team(admin: Admin, team_id: str, values: dict[str, Any]) -> TeamRecord:
+    return await _announced(admin, await store.update_team(admin.db, team_id, values), "team", "team_id")
+
+
+async def _announced(admin: Admin, record: Saved | None, what: str, field: str) -> Saved:
+    """The changed record, once every gateway has been told; 404 when it was not there (deleted meanwhile)."""
+    if record is None:
+        raise NotFound(f"No such {what}.", field)
+    await admin.changed()
+    return record
+
+
+async def delete_teams(admin: Admin, req: schemas.DeleteTeamsRequest) -> tuple[list[str], int]:
+    deleted, keys = await store.delete_teams(admin.db, req.team_ids)
+    if deleted:
+        await admin.changed()
+    return deleted, keys
+
+
+# ---- records -> response bodies -----------------------------------------------------------------
+
+
+def _limit_info(record: KeyRecord | TeamRecord) -> dict[str, Any]:
+    limits = record.limits
+    return {"models": list(record.models), "max_budget": limits.max_budget,
+            "budget_duration": limits.budget_duration, "budget_reset_at": limits.budget_reset_at,
+            "spend": limits.spend, "tpm_limit": limits.tpm_limit, "rpm_limit": limits.rpm_limit,
+            "max_parallel_requests": limits.max_parallel_requests, "blocked": record.blocked,
+            "metadata": dict(record.metadata), "created_at": record.created_at, "updated_at": record.updated_at}
+
+
+def key_info(record: KeyRecord) -> schemas.KeyInfo:
+    return schemas.KeyInfo(token=record.token, key_name=f"{record.key_prefix}..." if record.key_prefix else None,
+                           key_alias=record.key_alias, team_id=record.team_id, expires=record.expires,
+                           tags=list(record.tags), **_limit_info(record))
+
+
+def generated(key: str, record: KeyRecord) -> schemas.GenerateKeyResponse:
+    return schemas.GenerateKeyResponse(key=key, **key_info(record).model_dump())
+
+
+def team_info(record: TeamRecord) -> schemas.TeamInfo:
+    return schemas.TeamInfo(team_id=record.team_id, team_alias=record.team_alias, **_limit_info(record))
