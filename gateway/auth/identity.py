@@ -122,7 +122,8 @@ class Identity:
             team_alias=team.team_alias if team else None,
             models=allowed_models(key.models, team.models if team else ()),
             key_limits=key.limits, team_limits=team.limits if team else None,
-            blocked=key.blocked or bool(team and team.blocked), expires=key.expires,
+            blocked=key.blocked or bool(team and team.blocked),
+            expires=_aware(key.expires) if key.expires is not None else None,
             metadata=dict(key.metadata), tags=key.tags,
         )
 
@@ -150,6 +151,7 @@ def check_model_allowed(identity: Identity, model_group: str) -> None:
 
 
 Entry = tuple[KeyRecord, TeamRecord | None]
+Resolved = tuple["Identity", Entry]  # what the cache keeps: the identity built once per load
 Loader = Callable[[str], Awaitable[Entry | None]]
 
 
@@ -157,7 +159,7 @@ class Authenticator:
     """Resolves key material to an ``Identity``; one per process, shared by the pipeline and the admin API."""
 
     def __init__(self, hasher: KeyHasher, master_key: str | None, load: Loader | None,
-                 cache: KeyCache[Entry]):
+                 cache: KeyCache[Resolved]):
         self.hasher = hasher
         self._master_key = master_key
         self._master = Identity.master(hasher.hash(master_key)) if master_key else None
@@ -201,23 +203,23 @@ class Authenticator:
             return self._master
         if not looks_like_key(key) or self._load is None:
             raise unknown_key()
-        key_hash = self.hasher.hash(key)
-        entry = await self.lookup(key_hash)
-        if entry is None:
+        found = await self.lookup(self.hasher.hash(key))
+        if found is None:
             raise unknown_key()
-        identity = Identity.of(*entry)
+        identity, entry = found
         check_usable(identity, entry, now)
         return identity
 
-    async def lookup(self, key_hash: str) -> Entry | None:
-        """The key with this HMAC id and its team (cached for about a second), or None."""
+    async def lookup(self, key_hash: str) -> Resolved | None:
+        """The identity of the key with this HMAC id, with its rows (cached for about a second), or None."""
         load = self._load
         if load is None:
             return None
 
-        async def from_store() -> Entry | None:
+        async def from_store() -> Resolved | None:
             try:
-                return await load(key_hash)
+                entry = await load(key_hash)
+                return None if entry is None else (Identity.of(*entry), entry)
             except DecisionError:
                 raise
             except Exception as exc:  # the database is away: refuse, and say nothing of the key
@@ -243,8 +245,8 @@ def check_usable(identity: Identity, entry: Entry, now: datetime | None = None) 
                                code="team_blocked")
     if identity.blocked:
         raise PermissionDenied(f"{name} is blocked.", code="key_blocked")
-    if identity.expires is not None and _aware(identity.expires) <= (now or datetime.now(UTC)):
-        raise PermissionDenied(f"{name} expired at {_aware(identity.expires).isoformat()}.", code="key_expired")
+    if identity.expires is not None and identity.expires <= (now or datetime.now(UTC)):
+        raise PermissionDenied(f"{name} expired at {identity.expires.isoformat()}.", code="key_expired")
 
 
 def _aware(when: datetime) -> datetime:
