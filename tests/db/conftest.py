@@ -10,6 +10,7 @@ database and drops them at the end. The outage tests start a throwaway cluster o
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pwd
 import shutil
@@ -30,6 +31,7 @@ from tests.shared_state.conftest import free_port
 PG_SERVER = os.environ.get("DECISIONS_GATEWAY_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 PG_ADMIN_DB = "test"
 RUN_ID = uuid.uuid4().hex[:10]
+_NEXT_DB = itertools.count()  # one numbering for every PgDatabases of the run (the admin tests have their own)
 TABLES = ("daily_spend", "spend_logs", "verification_tokens", "teams")
 
 
@@ -41,7 +43,7 @@ class PgDatabases:
         self.created: list[str] = []
 
     async def create(self) -> str:
-        name = f"dg_test_{RUN_ID}_{len(self.created)}"
+        name = f"dg_test_{RUN_ID}_{next(_NEXT_DB)}"
         conn = await asyncpg.connect(f"{self.server}/{PG_ADMIN_DB}", timeout=10)
         try:
             await conn.execute(f'CREATE DATABASE "{name}"')
