@@ -34,7 +34,7 @@ class DecisionService:
 
     @classmethod
     def load(cls, model_ref: str = "default", *, device: str | None = None, dtype: str | None = None,
-             **options: Any) -> "DecisionService":
+             **options: Any) -> DecisionService:
         return cls(load_model(model_ref, device=device, dtype=dtype), **options)
 
     async def handle(self, path: str, body: Any) -> tuple[int, dict, dict[str, str]]:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 
 from gateway import __version__, info_routes, passthrough, routes
 from gateway.config import GatewayConfig, load_config
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
 from gateway.upstream import Upstream, warm_local_models
@@ -27,7 +28,9 @@ log = logging.getLogger("gateway")
 
 def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None = None) -> FastAPI:
     config = config if config is not None else load_config(None)
-    state = GatewayState(config=config, upstream=upstream or Upstream())
+    limits = config.limits or DEFAULT_LIMITS_SETTINGS
+    state = GatewayState(config=config, upstream=upstream or Upstream(
+        max_response_bytes=limits.max_upstream_response_bytes))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -37,6 +40,7 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
             yield
         finally:
             state.warmup.cancel()
+            await state.close()
             await state.upstream.close()
 
     app = GatewayApp(title="decisions-gateway", version=__version__, lifespan=lifespan,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from gateway import __version__
 from gateway.config import ConfigError, GatewayConfig, load_config
@@ -68,10 +69,13 @@ def run_backend(argv: list[str]) -> int:
 
 
 def loaded_line(config: GatewayConfig) -> str:
-    models, deployments = len(config.model_names), len(config.deployments)
+    from gateway.registry import ModelRegistry
+
+    registry = ModelRegistry.from_config(config)
+    models, deployments = len(registry.names), len(registry.deployments)
     return (f"decisions-gateway {__version__}: loaded {models} model{'s' if models != 1 else ''} "
             f"({deployments} deployment{'s' if deployments != 1 else ''}) from {config.source}: "
-            f"{', '.join(config.model_names)}")
+            f"{registry.listing}")
 
 
 def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
@@ -83,8 +87,8 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
             if self.started:
-                print(f"decisions-gateway listening on http://{_display_host(args.host)}:{_bound_port(self, args.port)}",
-                      flush=True)
+                where = f"http://{_display_host(args.host)}:{_bound_port(self, args.port)}"
+                print(f"decisions-gateway listening on {where}", flush=True)
 
     print(loaded_line(config), flush=True)
     server = AnnouncingServer(uvicorn_config(create_app(config), config.limits, host=args.host, port=args.port,
@@ -128,13 +132,13 @@ def uvicorn_settings(limits: LimitsSettings | None, protocol: object = None) -> 
     }
 
 
-def uvicorn_config(app: object, limits: LimitsSettings | None, **options: object):
+def uvicorn_config(app: Any, limits: LimitsSettings | None, **options: Any):
     """The ``uvicorn.Config`` the gateway serves ``app`` with (``options``: host, port, log_level...)."""
     import uvicorn
 
     limits = limits or DEFAULT_LIMITS_SETTINGS
     config = uvicorn.Config(app, access_log=False, lifespan="on", **{**uvicorn_settings(limits), **options})
-    config.request_header_timeout_s = limits.request_header_timeout_s  # read by the header deadline protocol
+    config.request_header_timeout_s = limits.request_header_timeout_s  # type: ignore[attr-defined]  # read by the header deadline protocol
     return config
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -45,11 +46,6 @@ class GatewayConfig:
     source: str = "<built-in default>"
 
     @property
-    def model_names(self) -> list[str]:
-        """The configured model groups, in config order, without duplicates."""
-        return list(dict.fromkeys(dep.model_name for dep in self.deployments))
-
-    @property
     def master_key(self) -> str | None:
         return self.general_settings.get("master_key")
 
@@ -60,9 +56,6 @@ class GatewayConfig:
     @property
     def redis_url(self) -> str | None:
         return self.general_settings.get("redis_url")
-
-    def group(self, model_name: str) -> list[Deployment]:
-        return [dep for dep in self.deployments if dep.model_name == model_name]
 
 
 def load_config(path: str | Path | None, environ: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -100,15 +93,30 @@ def build_config(raw: Any, environ: Mapping[str, str], source: str = "<config>")
         raise ConfigError("model_list: must be a list of entries with model_name and litellm_params")
     deployments = [_deployment(entry, raw["model_list"][i], i, environ, router) for i, entry in enumerate(model_list)]
     if not deployments:
-        raise ConfigError("model_list: no models configured; add at least one entry with model_name and litellm_params.model")
+        raise ConfigError("model_list: no models configured; add at least one entry with model_name and "
+                          "litellm_params.model")
     extra = {k: v for k, v in resolved.items() if k not in
              {"model_list", "general_settings", "router_settings", "litellm_settings", "environment_variables"}}
-    return GatewayConfig(
+    config = GatewayConfig(
         deployments=deployments, general_settings=general, router_settings=router, litellm_settings=settings,
         environment_variables=env_section, extra_sections=extra,
         request_limits=build_request_limits(general.get("decision_limits")), source=source,
         limits=build_limits_settings(general),
     )
+    _check_router(config)
+    return config
+
+
+def _check_router(config: GatewayConfig) -> None:
+    """The router's and the shared state's settings, checked at load (the gateway builds them at start)."""
+    from gateway.router.settings import router_settings_of
+    from gateway.shared_state.factory import redis_url_from_config
+
+    try:
+        router_settings_of(config)
+        redis_url_from_config(config.general_settings, config.router_settings)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_env(value: Any, environ: Mapping[str, str], where: str = "") -> Any:

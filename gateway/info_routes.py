@@ -43,6 +43,10 @@ async def readiness(request: Request) -> JSONResponse:
     body: dict[str, Any] = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
             "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
             "local_models": "loaded" if loaded else "loading"}
+    shared = state.shared.status()  # the router's state: memory, or Redis (degraded to memory while away)
+    body["shared_state"] = shared
+    if shared.get("degraded"):
+        body["warnings"] = ["Redis is unreachable: routing state is kept in this process's memory until it is back."]
     failed = state.warmup.result() if loaded and state.warmup is not None and not state.warmup.cancelled() else {}
     if failed:
         body["local_model_errors"] = failed

@@ -29,9 +29,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.cost import format_cost, response_cost
-from gateway.pipeline import Pipeline, RequestContext, Step
+from gateway.passthrough_policy import (
+    check_method,
+    forwarded_request_headers,
+    raw_subpath,
+    relayed_response_headers,
+    upstream_url,
+)
+from gateway.pipeline import Pipeline, RequestContext, Step, read
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
-from providers.systemone_base import join_url
+from providers.http_json import join_url
 from translators import systemone as systemone_wire
 from translators.errors import DecisionError, UpstreamError
 
@@ -41,15 +48,6 @@ TYPESAFE_DEFAULT_BASE = "https://api.typesafe.ai"
 TYPESAFE_DEFAULT_MODEL = "jev-latest"
 COST_HEADER = "x-decisions-response-cost"
 PASSTHROUGH_TIMEOUT_S = 120.0
-# Client headers never relayed upstream: the gateway's own auth, hop-by-hop and length headers.
-DROPPED_REQUEST_HEADERS = frozenset({
-    "authorization", "x-api-key", "api-key", "host", "content-length", "connection", "keep-alive",
-    "transfer-encoding", "cookie", "te", "upgrade", "proxy-authorization", "accept-encoding",
-})
-RELAYED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms",
-                            "x-typesafe-request-id", "x-request-id")
-
-
 @dataclass(frozen=True)
 class Target:
     """Where one pass-through goes: its provider name, label, base URL and key (None: no key)."""
@@ -70,7 +68,7 @@ class PassthroughSettings:
     bespoke: Target
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "PassthroughSettings":
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> PassthroughSettings:
         env = os.environ if environ is None else environ
         typesafe_key = _env(env, "TYPESAFE_API_KEY")
         return cls(
@@ -108,14 +106,15 @@ async def bespoke_systemone(request: Request) -> Response:
 
 async def typesafe_passthrough(request: Request) -> Response:
     target = request.app.state.gateway.passthrough.typesafe
-    path, query = request.path_params["path"], request.url.query
-    return await _passthrough(request, target, lambda base: typesafe_url(base, path) + (f"?{query}" if query else ""),
+    path, query = raw_subpath(request.scope, "/typesafe/"), request.url.query
+    return await _passthrough(request, target, lambda base: upstream_url(base, path, query),
                               priced=request.method == "POST")
 
 
 ROUTES = [
     Route("/laya/v1/systemone", laya_systemone, methods=["POST"], include_in_schema=False),
     Route("/bespoke/v1/systemone", bespoke_systemone, methods=["POST"], include_in_schema=False),
+    # every method reaches the handler, so the ones TypeSafe's API lacks get a clear 405 in the envelope
     Route("/typesafe/{path:path}", typesafe_passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
           include_in_schema=False),
 ]
@@ -124,7 +123,7 @@ ROUTES = [
 async def _passthrough(request: Request, target: Target, url_for, *, priced: bool = False) -> Response:
     pipeline: Pipeline = request.app.state.gateway.pipeline
     ctx = RequestContext(request_id=request.scope["state"]["request_id"], route=request.url.path,
-                         wire=systemone_wire, raw=await request.body(),
+                         wire=systemone_wire, source=request, json_only=request.method == "POST",
                          content_type=request.headers.get("content-type"),
                          content_encoding=request.headers.get("content-encoding"))
     ctx.extra.update(target=target, url_for=url_for, method=request.method, client_headers=request.headers)
@@ -140,7 +139,7 @@ async def relay(pipeline: Pipeline, ctx: RequestContext) -> None:
     target: Target = ctx.extra["target"]
     if target.missing or target.base is None:
         raise NotConfigured(target.missing or f"{target.label} is not configured.")
-    headers = {k: v for k, v in ctx.extra["client_headers"].items() if k.lower() not in DROPPED_REQUEST_HEADERS}
+    headers = forwarded_request_headers(ctx.extra["client_headers"].items())
     if target.key:
         headers["Authorization"] = f"Bearer {target.key}"
     upstream_request = UpstreamRequest(method=ctx.extra["method"], url=ctx.extra["url_for"](target.base),
@@ -149,7 +148,7 @@ async def relay(pipeline: Pipeline, ctx: RequestContext) -> None:
     ctx.extra["upstream_response"] = resp
     ctx.status = resp.status
     ctx.content = without_key(resp.body, target.key)
-    ctx.headers = {name: resp.headers[name] for name in RELAYED_RESPONSE_HEADERS if name in resp.headers}
+    ctx.headers = relayed_response_headers(resp.headers, [target.key])
 
 
 async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
@@ -164,19 +163,16 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
                  ctx.headers[COST_HEADER])
 
 
-RELAY_STEPS: tuple[Step, ...] = (relay,)
-PRICED_RELAY_STEPS: tuple[Step, ...] = (relay, settle)
+async def allow(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """Only the methods TypeSafe's API has (GET and POST): 405 otherwise."""
+    check_method(ctx.extra["method"])
+
+
+RELAY_STEPS: tuple[Step, ...] = (allow, read, relay)
+PRICED_RELAY_STEPS: tuple[Step, ...] = (allow, read, relay, settle)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
-
-
-def typesafe_url(base: str, path: str) -> str:
-    """``base`` + ``/path``; a base given with ``/v1`` (as the provider accepts it) is not doubled."""
-    base, path = base.rstrip("/"), path.lstrip("/")
-    if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
-        base = base[: -len("/v1")]
-    return f"{base}/{path}"
 
 
 def without_key(body: bytes, key: str | None) -> bytes:

@@ -31,16 +31,25 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
-from gateway.body import BodyError, DecodedBody, decode_body
-from gateway.call import call_deployment
-from gateway.cost import format_cost, response_cost
+from gateway.body import (
+    BodyError,
+    ClientDisconnected,
+    DecodedBody,
+    HeavyDecodes,
+    check_content_type,
+    decode_body,
+    needs_thread,
+    read_body_capped,
+)
+from gateway.cost import format_cost
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
+from gateway.router import DEADLINE_HEADER, Router, key_of
 from providers.base import Deployment
 from translators import systemone as systemone_wire
 from translators.errors import BODY, MODEL, DecisionError, Loc, RequestInvalid, UpstreamError, Where
 from translators.ir import DecisionRequest, DecisionResult
 from translators.limits import RequestLimits
-from translators.normalize import normalise_result
 
 log = logging.getLogger("gateway.pipeline")
 
@@ -72,21 +81,24 @@ class RequestContext:
     request_id: str
     route: str  # the path it came in on, e.g. /v1/systemone
     wire: Wire
-    # decode
+    # read and decode
+    source: Any = None  # where the body comes from: a Starlette Request (None: ``raw`` is given)
+    json_only: bool = False  # a JSON route: Content-Type must be JSON (or multipart where allowed)
+    allow_multipart: bool = True
     raw: bytes = b""
     content_type: str | None = None
     content_encoding: str | None = None
     heavy: bool = False  # decode and parse in a worker thread
     body: DecodedBody | None = None
     forwarded_headers: dict[str, str] = field(default_factory=dict)
+    deadline_header: str | None = None  # x-decisions-deadline-ms as sent
     # parse
     req: DecisionRequest | None = None
     identity: Any = None  # auth: the caller's key and team (later)
     # route and call
     model_group: str | None = None
-    candidates: tuple[Deployment, ...] = ()
-    deployment: Deployment | None = None  # the one that answered (or was last tried)
-    tried: list[Deployment] = field(default_factory=list)
+    deployment: Deployment | None = None  # the one that answered (the first chunk's, when split)
+    tried: list[Deployment] = field(default_factory=list)  # the deployment that answered each chunk
     result: DecisionResult | None = None
     cache: Any = None  # the cache outcome (later)
     # settle and render
@@ -100,6 +112,8 @@ class RequestContext:
     started: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
+    client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
+    client_gone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +140,19 @@ class Pipeline:
     """The steps' shared parts: the model registry, the upstream client, the validation limits."""
 
     def __init__(self, registry: ModelRegistry, upstream, limits: RequestLimits | None = None, *,
-                 rng: random.Random | None = None):
+                 router: Router | None = None, settings: LimitsSettings = DEFAULT_LIMITS_SETTINGS):
         self.registry = registry
         self.upstream = upstream
-        self.limits = limits
-        self.rng = rng or random.Random()
+        self.limits = limits  # what a decision request may hold (translators.limits)
+        self.settings = settings  # what a request body may be (size, depth, parts, read deadline)
+        self.heavy = HeavyDecodes(settings.max_concurrent_heavy_decodes)
+        self.router = router or Router.in_memory(registry, upstream)
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
+
+    @property
+    def rng(self) -> random.Random:
+        """The router's random source (tests seed it)."""
+        return self.router.rng
 
     async def run(self, ctx: RequestContext, steps: Sequence[Step], *, raise_errors: bool = False) -> RequestContext:
         """Run ``steps`` in order. A ``DecisionError`` stops them and is rendered in the caller's
@@ -143,6 +164,12 @@ class Pipeline:
             fail(ctx, err)
             if raise_errors:
                 raise
+        except ClientDisconnected:
+            client_went_away(ctx, "before its body arrived")
+        except asyncio.CancelledError:
+            if not ctx.client_gone:
+                raise
+            client_went_away(ctx, "while it was being answered; its upstream calls were cancelled")
         except Exception:  # a gateway bug: say so in the caller's envelope, log the trace
             if raise_errors:
                 raise
@@ -150,8 +177,13 @@ class Pipeline:
             fail(ctx, DecisionError(status=500, message=f"Internal error in the gateway; request id "
                                     f"{ctx.request_id}.", type="internal_error", code="internal_error"))
         finally:
+            if ctx.client_watch is not None:
+                ctx.client_watch.cancel()
             record(self, ctx)
         return ctx
+
+    async def close(self) -> None:
+        self.heavy.close()
 
     def find(self, request_id: str) -> RequestRecord | None:
         for entry in reversed(self.request_log):
@@ -163,61 +195,95 @@ class Pipeline:
 # ---- the steps ----------------------------------------------------------------------------------
 
 
+async def read(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """The body from the client: a JSON route checks the Content-Type first; the body is read with
+    the size cap (413 as soon as it is over) and the read deadline (408). Once it is in, a client
+    that goes away cancels the rest of the request (its upstream calls included): 499."""
+    try:
+        if ctx.json_only:
+            check_content_type(ctx.content_type, ctx.allow_multipart)
+        ctx.raw = await read_body_capped(ctx.source, pipeline.settings.max_request_body_bytes,
+                                         timeout_s=pipeline.settings.request_read_timeout_s)
+    except BodyError as exc:
+        raise body_invalid(exc) from None
+    ctx.client_watch = watch_client(ctx, ctx.source.receive)
+
+
 async def decode(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Raw bytes -> JSON object and multipart asset parts (zstd / gzip / multipart undone)."""
-    ctx.heavy = is_heavy(ctx)
-    ctx.body = await _maybe_off_loop(ctx.heavy, decode_request_body, ctx)
+    """Raw bytes -> JSON object and multipart asset parts (zstd / gzip / multipart undone); large,
+    compressed or multipart bodies in the bounded heavy-decode pool."""
+    ctx.heavy = needs_thread(len(ctx.raw), ctx.content_type, ctx.content_encoding)
+    ctx.body = await pipeline.heavy.run(decode_request_body, ctx, pipeline.settings) if ctx.heavy \
+        else decode_request_body(ctx, pipeline.settings)
 
 
 async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The model group must exist; the body is validated by the caller's wire into the IR."""
     assert ctx.body is not None
     ctx.model_group = check_model(ctx.body.json, pipeline.registry)
-    ctx.candidates = pipeline.registry.require_group(ctx.model_group)
-    req = await _maybe_off_loop(ctx.heavy, parse_body, ctx, pipeline.limits)
+    pipeline.registry.require_group(ctx.model_group)
+    req = await pipeline.heavy.run(parse_body, ctx, pipeline.limits) if ctx.heavy \
+        else parse_body(ctx, pipeline.limits)
     if ctx.forwarded_headers:
         req = replace(req, headers={**req.headers, **ctx.forwarded_headers})
     ctx.req = req
 
 
 async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Choose the deployment to ask. One deployment of the group at random until the router (its
-    strategies, pre-call filter, cooldowns) takes this step over."""
-    if not ctx.candidates:
-        assert ctx.model_group is not None
-        ctx.candidates = pipeline.registry.require_group(ctx.model_group)
-    candidates = ctx.candidates
-    ctx.deployment = candidates[0] if len(candidates) == 1 else pipeline.rng.choice(candidates)
-
-
-async def call(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Ask the chosen deployment (capability checks, split over its limits, upstream calls, merge)."""
-    assert ctx.req is not None and ctx.deployment is not None
-    ctx.tried.append(ctx.deployment)
-    started = time.perf_counter()
+    """The router answers: it picks a deployment of the group (strategy, pre-call filter, cooldowns),
+    and for each attempt runs gateway/call.py (build, send, parse, normalise), with retries,
+    fallbacks, hedging and the deadline around them."""
+    assert ctx.req is not None and ctx.model_group is not None
+    deadline_ms = _deadline_ms(ctx.deadline_header)
     try:
-        ctx.result = await call_deployment(pipeline.upstream, ctx.req, ctx.deployment)
-    finally:
-        ctx.timings["upstream"] = (time.perf_counter() - started) * 1000.0
-
-
-async def normalise(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Probabilities summed to 1, score recomputed, confidence filled in (translators.normalize)."""
-    assert ctx.result is not None and ctx.req is not None and ctx.deployment is not None
-    try:
-        ctx.result = normalise_result(ctx.result, ctx.req)
+        routed = await pipeline.router.route(ctx.req, ctx.model_group, deadline_ms)
     except UpstreamError as err:
-        err.provider = err.provider or ctx.deployment.provider
+        attempts = getattr(err, "attempts", None)
+        if attempts is not None:  # the failed request's true counts go out with its error
+            ctx.headers.update(routing_headers(ctx.model_group, None, attempts.retries,
+                                               len(attempts.fallbacks_tried), attempts.hedged))
         raise
+    ctx.result, ctx.cost = routed.result, routed.cost
+    ctx.deployment = routed.deployments[0]
+    ctx.tried = routed.deployments
+    ctx.headers.update(routing_headers(ctx.model_group, routed.deployments, routed.retries, routed.fallbacks,
+                                       routed.hedged))
+    if routed.cooling_tried:
+        ctx.headers["x-decisions-cooldown"] = "every deployment of the group was cooling down; tried anyway"
+
+
+def routing_headers(group: str, deps: Sequence[Deployment] | None, retries: int, fallbacks: int,
+                    hedged: bool) -> dict[str, str]:
+    """The router's true counts, in our names and in LiteLLM's for tools built on it."""
+    headers = {"x-decisions-model-group": group, "x-litellm-model-group": group,
+               "x-decisions-attempted-retries": str(retries), "x-litellm-attempted-retries": str(retries),
+               "x-decisions-attempted-fallbacks": str(fallbacks), "x-litellm-attempted-fallbacks": str(fallbacks)}
+    if deps:
+        ids = ", ".join(dict.fromkeys(key_of(dep) for dep in deps))
+        headers["x-decisions-model"] = ", ".join(dict.fromkeys(f"{dep.provider}/{dep.model}" for dep in deps))
+        headers["x-decisions-model-id"] = headers["x-litellm-model-id"] = ids
+    if hedged:
+        headers["x-decisions-hedged"] = "true"
+    return headers
+
+
+def _deadline_ms(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise RequestInvalid(f"{DEADLINE_HEADER} must be a positive number of milliseconds, not {raw[:40]!r}.",
+                             loc=Where(DEADLINE_HEADER), code="invalid_deadline")
+    return value
 
 
 async def render(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The answer in the caller's wire, with the model and cost headers."""
     assert ctx.result is not None and ctx.req is not None and ctx.deployment is not None
-    dep = ctx.deployment
     ctx.response = ctx.wire.render_response(ctx.result, ctx.req)
-    ctx.cost = response_cost(ctx.result.usage, dep, ctx.result.model)
-    ctx.headers["x-decisions-model"] = f"{dep.provider}/{dep.model}"
     if ctx.cost is not None:
         ctx.headers["x-decisions-response-cost"] = format_cost(ctx.cost)
     ctx.status = 200
@@ -240,7 +306,7 @@ def fail(ctx: RequestContext, err: DecisionError) -> None:
     """The error in the caller's envelope, as the response."""
     ctx.error = err
     ctx.status, ctx.response = ctx.wire.render_error(err)
-    ctx.headers = dict(err.headers or {})
+    ctx.headers = {**ctx.headers, **(err.headers or {})}
     ctx.content = dumps(ctx.response)
 
 
@@ -257,8 +323,8 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
     ))
 
 
-DECISION_STEPS: tuple[Step, ...] = (decode, parse, route, call, normalise, render, encode)
-IR_STEPS: tuple[Step, ...] = (parse, route, call, normalise, render)  # a body that is already JSON
+DECISION_STEPS: tuple[Step, ...] = (read, decode, parse, route, render, encode)
+IR_STEPS: tuple[Step, ...] = (parse, route, render)  # a body that is already JSON
 
 
 class Decided(NamedTuple):
@@ -267,10 +333,10 @@ class Decided(NamedTuple):
 
 
 async def decide_once(registry: ModelRegistry, upstream, req: DecisionRequest, model_name: str) -> Decided:
-    """The IR in, the normalised result and the deployment that answered out (route, call, normalise).
+    """The IR in, the normalised result and the deployment that answered out (the route step).
     Errors are raised, never rendered, so the context's wire is only a placeholder."""
     ctx = RequestContext(request_id="", route="python:decide", wire=systemone_wire, req=req, model_group=model_name)
-    await Pipeline(registry, upstream).run(ctx, (route, call, normalise), raise_errors=True)
+    await Pipeline(registry, upstream).run(ctx, (route,), raise_errors=True)
     assert ctx.result is not None and ctx.deployment is not None
     return Decided(ctx.result, ctx.deployment)
 
@@ -278,21 +344,35 @@ async def decide_once(registry: ModelRegistry, upstream, req: DecisionRequest, m
 # ---- helpers of the steps -----------------------------------------------------------------------
 
 
-def is_heavy(ctx: RequestContext) -> bool:
-    """Work worth a thread: a large body, a compressed one (size unknown until decoded) or multipart."""
-    return (len(ctx.raw) >= OFF_LOOP_BYTES or bool(ctx.content_encoding)
-            or "multipart/" in (ctx.content_type or "").lower())
-
-
-async def _maybe_off_loop(heavy: bool, func: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(func, *args) if heavy else func(*args)
-
-
-def decode_request_body(ctx: RequestContext) -> DecodedBody:
+def decode_request_body(ctx: RequestContext, settings: LimitsSettings = DEFAULT_LIMITS_SETTINGS) -> DecodedBody:
     try:
-        return decode_body(ctx.raw, ctx.content_type, ctx.content_encoding)
+        return decode_body(ctx.raw, ctx.content_type, ctx.content_encoding, limits=settings,
+                           allow_multipart=ctx.allow_multipart)
     except BodyError as exc:
         raise body_invalid(exc) from None
+
+
+def watch_client(ctx: RequestContext, receive: Callable[[], Awaitable[dict]]) -> asyncio.Future[None]:
+    """A watcher that cancels the task answering ``ctx`` when its client disconnects (the body has
+    been read, so the next ASGI message can only be ``http.disconnect``)."""
+    task = asyncio.current_task()
+
+    async def watch() -> None:
+        while True:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                ctx.client_gone = True
+                if task is not None:
+                    task.cancel()
+                return
+
+    return asyncio.ensure_future(watch())
+
+
+def client_went_away(ctx: RequestContext, when: str) -> None:
+    """Not a gateway error: one log line, recorded as 499 (nginx's "client closed request")."""
+    log.info("client closed request %s on %s %s", ctx.request_id, ctx.route, when)
+    ctx.status, ctx.content, ctx.headers = 499, b"", {}
 
 
 def body_invalid(exc: BodyError) -> RequestInvalid:

@@ -35,12 +35,12 @@ class ModelRegistry:
         self._environ = os.environ if environ is None else environ
 
     @classmethod
-    def from_config(cls, config) -> "ModelRegistry":
+    def from_config(cls, config) -> ModelRegistry:
         """The registry of a ``GatewayConfig`` (its deployments are resolved already)."""
         return cls(config.deployments)
 
     @classmethod
-    def adhoc(cls, deployment: Deployment, environ: Mapping[str, str] | None = None) -> "ModelRegistry":
+    def adhoc(cls, deployment: Deployment, environ: Mapping[str, str] | None = None) -> ModelRegistry:
         """A one-deployment registry for the Python API: keys and bases resolved from ``environ`` now."""
         return cls([resolve(deployment, os.environ if environ is None else environ)])
 

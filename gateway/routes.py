@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.pipeline import DECISION_STEPS, Pipeline, RequestContext, Wire, forwarded_headers
+from gateway.router import DEADLINE_HEADER
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
 
@@ -23,9 +24,10 @@ def decision_endpoint(wire: Wire):
         pipeline: Pipeline = request.app.state.gateway.pipeline
         headers = request.headers
         ctx = RequestContext(
-            request_id=request.scope["state"]["request_id"], route=request.url.path, wire=wire,
-            raw=await request.body(), content_type=headers.get("content-type"),
+            request_id=request.scope["state"]["request_id"], route=request.url.path, wire=wire, source=request,
+            json_only=True, allow_multipart=wire is systemone_wire, content_type=headers.get("content-type"),
             content_encoding=headers.get("content-encoding"), forwarded_headers=forwarded_headers(headers),
+            deadline_header=headers.get(DEADLINE_HEADER),
         )
         await pipeline.run(ctx, DECISION_STEPS)
         return Response(content=ctx.content, status_code=ctx.status, media_type=JSON_TYPE, headers=ctx.headers)

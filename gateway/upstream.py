@@ -67,7 +67,7 @@ class Upstream:
             session, self._session = self._session, None
             await session.close()
 
-    async def __aenter__(self) -> "Upstream":
+    async def __aenter__(self) -> Upstream:
         await self.start()
         return self
 
@@ -219,7 +219,7 @@ async def send_local(request: UpstreamRequest, provider: str = "local") -> Upstr
     try:
         status, payload, headers = await asyncio.wait_for(inprocess.call(model_ref, path, body),
                                                            timeout=request.timeout)
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise UpstreamError(504, f"The local backend ({model_ref}) did not answer within {request.timeout:g} s.",
                             provider=provider, type="timeout", code="upstream_timeout") from None
     except DecisionError:

@@ -21,6 +21,8 @@ Hostile modes, for the gateway's hardening tests (each answers the next request 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import struct
 import threading
 import time
@@ -42,6 +44,7 @@ class Recorded:
     headers: dict[str, str]  # lower-case names
     body: bytes
     json: Any = None  # the decoded JSON body, or None
+    time: float = field(default_factory=time.monotonic)  # when it arrived (order across fakes)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)
@@ -56,7 +59,7 @@ class Scripted:
     hang: float = 0.0  # seconds to hold the request unanswered (cut short by release() or stop())
 
     @classmethod
-    def of_json(cls, status: int, payload: Any, headers: dict[str, str] | None = None, delay: float = 0.0) -> "Scripted":
+    def of_json(cls, status: int, payload: Any, headers: dict[str, str] | None = None, delay: float = 0.0) -> Scripted:
         return cls(status, {"Content-Type": "application/json", **(headers or {})},
                    json.dumps(payload).encode(), delay)
 
@@ -72,10 +75,11 @@ class FakeServer:
         self._thread: threading.Thread | None = None
         self._released = threading.Event()
         self.hanging = 0  # requests being held by hang_next right now
+        self.abandoned = 0  # held requests whose client closed the connection (a cancelled call)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> "FakeServer":
+    def start(self) -> FakeServer:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,8 +94,9 @@ class FakeServer:
                 answer = fake._answer(rec)
                 if answer.delay:
                     time.sleep(answer.delay)
-                if answer.hang:
-                    fake._hold(answer.hang)
+                if answer.hang and not fake._hold(answer.hang, self.connection):
+                    self.close_connection = True  # the client went away while held: nothing to answer
+                    return
                 try:
                     self.send_response(answer.status)
                     for name, value in answer.headers.items():
@@ -121,7 +126,7 @@ class FakeServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -177,12 +182,22 @@ class FakeServer:
         released, self._released = self._released, threading.Event()
         released.set()
 
-    def _hold(self, seconds: float) -> None:
+    def _hold(self, seconds: float, connection: socket.socket | None = None) -> bool:
+        """Hold a request until released or ``seconds`` pass; False (and ``abandoned`` counted) when
+        the client closed the connection meanwhile, as a cancelled upstream call does."""
         released = self._released
         with self._lock:
             self.hanging += 1
         try:
-            released.wait(seconds)
+            deadline = time.monotonic() + seconds
+            while not released.wait(0.02):
+                if connection is not None and _closed_by_peer(connection):
+                    with self._lock:
+                        self.abandoned += 1
+                    return False
+                if time.monotonic() >= deadline:
+                    break
+            return True
         finally:
             with self._lock:
                 self.hanging -= 1
@@ -211,6 +226,15 @@ class FakeServer:
 
     def handle(self, rec: Recorded) -> Scripted:
         return Scripted.of_json(404, {"detail": "Not Found"})
+
+
+def _closed_by_peer(connection: socket.socket) -> bool:
+    """Whether the client closed its side: the socket is readable and a peek reads end-of-file."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def credential(rec: Recorded) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.router_settings import NO_RETRIES
 
 TYPESAFE_KEY = "ts-test-key"
 OPENAI_KEY = "sk-test-openai"
@@ -34,6 +35,7 @@ def gateway_config(fake_typesafe, fake_openai) -> dict:
              "model_info": {"description": "OpenAI decisions", "release_date": "2026-10-06"}},
         ],
         "general_settings": {"decision_limits": {"max_questions": 400}},
+        "router_settings": NO_RETRIES,  # these tests check what one upstream call gives the caller
     }
 
 

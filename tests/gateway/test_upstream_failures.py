@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.router_settings import NO_RETRIES
 
 KEY = "ts-secret-upstream-key"
 S1 = {"state": "I was charged twice.", "questions": {"billing": {"type": "noul", "instructions": "Billing?"}}}
@@ -33,7 +34,7 @@ def failing_gateway(gateway_factory, slow_typesafe):
         {"model_name": "dead", "litellm_params": {"model": "typesafe/jev-latest", "api_key": KEY, "api_base": dead}},
         {"model_name": "slow", "litellm_params": {"model": "typesafe/jev-latest", "api_key": KEY,
                                                    "api_base": slow_typesafe.url, "timeout": 0.5}},
-    ]})
+    ], "router_settings": NO_RETRIES})
 
 
 @pytest.mark.parametrize("path, body", [("/v1/systemone", S1), ("/v1/decisions", OA)])

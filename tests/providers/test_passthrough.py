@@ -134,9 +134,9 @@ def test_typesafe_passthrough_without_a_key_is_503(gateway):
     ("http://host/v1", "v2/other", "http://host/v1/v2/other"),
 ])
 def test_typesafe_passthrough_url(base, path, url):
-    from gateway.passthrough import typesafe_url
+    from gateway.passthrough_policy import upstream_url
 
-    assert typesafe_url(base, path) == url
+    assert upstream_url(base, path) == url
 
 
 def test_typesafe_passthrough_with_a_v1_base(start):

@@ -21,6 +21,7 @@ from providers.registry import get_provider
 from tests.fakes import answers as fake_answers
 from tests.providers import helpers as h
 from tests.providers.cases import CASES, IMAGE_CASES, TEXT_ONLY_CASES
+from tests.router_settings import NO_RETRIES
 
 IDS = [c.provider for c in CASES]
 SPLIT_LIMIT = 2
@@ -42,7 +43,7 @@ def gateway(fakes, gateway_factory):
         entries.append({"model_name": model_name(case), "litellm_params": params})
         entries.append({"model_name": model_name(case, split=True), "litellm_params": params,
                         "model_info": {"max_questions": SPLIT_LIMIT}})
-    return gateway_factory({"model_list": entries})
+    return gateway_factory({"model_list": entries, "router_settings": NO_RETRIES})
 
 
 def post(gateway, path: str, body: dict, headers: dict | None = None) -> httpx.Response:

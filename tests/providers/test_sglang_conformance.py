@@ -14,6 +14,7 @@ from providers.base import Deployment
 from tests.fakes import answers as fake_answers
 from tests.fakes.sglang import LABEL_MASS, FakeSGLang
 from tests.providers import helpers as h
+from tests.router_settings import NO_RETRIES
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
 from translators.errors import Unsupported, UpstreamError
@@ -137,7 +138,7 @@ async def test_capacity_and_images_refused_before_any_call(fake):
 
 def test_both_proxy_routes(fake, gateway_factory):
     gateway = gateway_factory({"model_list": [{"model_name": "sg", "litellm_params": {
-        "model": "sglang/smollm2", "api_key": KEY, "api_base": fake.url}}]})
+        "model": "sglang/smollm2", "api_key": KEY, "api_base": fake.url}}], "router_settings": NO_RETRIES})
     post = lambda path, body: httpx.post(gateway.url + path, content=json.dumps(body).encode(), timeout=20,  # noqa: E731
                                          headers={"Content-Type": "application/json"})
     r = post("/v1/systemone", {"model": "sg", "state": h.STATE, "questions": h.S1_QUESTIONS})

@@ -6,6 +6,7 @@ import pytest
 
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.router_settings import NO_RETRIES
 
 # Distinctive prefixes, so that even four characters of a key showing up in an answer are caught.
 TYPESAFE_KEY = "zq7ts-hostile-0123456789abcdef"
@@ -33,6 +34,7 @@ def hostile_config(typesafe, openai_fake, **general) -> dict:
                                                        "api_base": f"{openai_fake.url}/v1", "timeout": 10}},
         ],
         "general_settings": general,
+        "router_settings": NO_RETRIES,  # these tests check what one upstream answer gives the caller
     }
 
 
