@@ -69,6 +69,38 @@ def test_a_client_that_disconnects_mid_body_is_recorded_as_499_without_a_traceba
         assert typesafe.requests == []
 
 
+def test_a_client_that_leaves_while_the_upstream_works_cancels_the_upstream_call(gateway_factory, caplog):
+    import json
+
+    from tests.fakes.typesafe import FakeTypeSafe
+    from tests.security.conftest import TYPESAFE_KEY
+
+    body = json.dumps({"model": "jev", "state": "Charged twice.",
+                       "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}).encode()
+    with FakeTypeSafe(TYPESAFE_KEY) as typesafe, FakeServer() as openai_fake:
+        gw = gateway_factory(hostile_config(typesafe, openai_fake))
+        abandoned = []
+        for n in range(5):  # several abandoned requests: none keeps its upstream call open
+            typesafe.hang_next(30)
+            with caplog.at_level(logging.INFO), socket.create_connection(address(gw.url)) as sock:
+                sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             + f"Content-Length: {len(body)}\r\nx-request-id: left-{n}\r\n\r\n".encode() + body)
+                deadline = time.monotonic() + 5
+                while typesafe.hanging < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert typesafe.hanging == 1
+            deadline = time.monotonic() + 5
+            while typesafe.abandoned < n + 1 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            abandoned.append(typesafe.abandoned)
+            while gw.state.find(f"left-{n}") is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert gw.state.find(f"left-{n}").status == 499
+        assert abandoned == [1, 2, 3, 4, 5]  # each upstream call was cancelled when its client left
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+        assert errors == [], [r.getMessage() for r in errors]
+
+
 # ---- item 8: slow clients ------------------------------------------------------------------------------
 
 
