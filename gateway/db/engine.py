@@ -24,8 +24,10 @@ A URL is only ever shown through ``safe_url`` (password masked).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,9 +194,19 @@ async def open_database(url: str, auto_migrate: bool = True, *, pool_size: int |
     return db
 
 
+_MIGRATION_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
 async def migrate(db: Database, revision: str = "head", *, downgrade: bool = False) -> None:
-    """Apply the chain up to (or, with ``downgrade``, back down to) ``revision``, in one transaction."""
+    """Apply the chain up to (or, with ``downgrade``, back down to) ``revision``, in one transaction.
+
+    Across processes the database serialises this (PostgreSQL: an advisory lock; SQLite: ``BEGIN
+    IMMEDIATE``); within one process a lock does, because Alembic keeps the running migration's context in
+    module globals that two interleaved runs would share."""
     from alembic import command
+
+    loop = asyncio.get_running_loop()
+    lock = _MIGRATION_LOCKS.setdefault(loop, asyncio.Lock())
 
     def run(sync_conn: Connection) -> None:
         if sync_conn.dialect.name == "postgresql":
@@ -205,7 +217,7 @@ async def migrate(db: Database, revision: str = "head", *, downgrade: bool = Fal
         else:
             command.upgrade(cfg, revision)
 
-    async with db.engine.begin() as conn:
+    async with lock, db.engine.begin() as conn:
         await conn.run_sync(run)
 
 

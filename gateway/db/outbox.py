@@ -284,7 +284,8 @@ class SpendOutbox:
                     delay = self.interval
             if time.monotonic() - last_scan >= self.scan_every:
                 last_scan = time.monotonic()
-                await asyncio.to_thread(self.claim_orphans)
+                async with self._drain_lock:
+                    await asyncio.to_thread(self.claim_orphans)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)

@@ -75,6 +75,44 @@ async def test_opening_twice_applies_nothing_the_second_time(fresh_url: str) -> 
         await second.close()
 
 
+async def test_gateways_starting_together_apply_the_chain_once(fresh_url: str) -> None:
+    import asyncio
+
+    opened = await asyncio.gather(*(open_database(fresh_url) for _ in range(4)))
+    try:
+        assert {await current_revision(db) for db in opened} == {head_revision()}
+    finally:
+        for db in opened:
+            await db.close()
+
+
+OPEN_AND_CLOSE = """
+import asyncio, sys
+from gateway.db.engine import open_database
+
+async def main() -> None:
+    db = await open_database(sys.argv[1])
+    await db.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_processes_starting_together_apply_the_chain_once(fresh_url: str) -> None:
+    import asyncio
+    import sys
+
+    procs = [await asyncio.create_subprocess_exec(sys.executable, "-c", OPEN_AND_CLOSE, fresh_url,
+                                                  stderr=asyncio.subprocess.PIPE) for _ in range(4)]
+    results = [await asyncio.wait_for(p.communicate(), 60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err.decode()[-500:] for _, err in results]
+    db = await open_database(fresh_url, auto_migrate=False)
+    try:
+        assert await current_revision(db) == head_revision()
+    finally:
+        await db.close()
+
+
 def write_config(path: Path, url: str) -> Path:
     path.write_text("model_list:\n  - {model_name: m, litellm_params: {model: local/smollm2}}\n"
                     f"general_settings:\n  database_url: {url}\n")
