@@ -150,6 +150,7 @@ class Case:
     concurrency: int
     total: int
     direct: str | None = None  # the upstream case this one is compared with
+    paired: list[float] = field(default_factory=list)  # direct calls interleaved with this case's (concurrency 1)
     latencies: list[float] = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
@@ -239,14 +240,33 @@ async def drive(session, base: str, case: Case, total: int, deadline: float, rec
         case.elapsed_s = time.perf_counter() - started
 
 
-async def run_case(base: str, case: Case, deadline: float, warmup: int) -> None:
+async def run_case(base: str, case: Case, deadline: float, warmup: int, direct: Case | None = None,
+                   direct_base: str = "") -> None:
+    """The case's requests; at concurrency 1 with a ``direct`` case, each request to the gateway is
+    followed by one straight to the upstream, so both see the same moment of a noisy machine and
+    the added latency compares like with like."""
     import aiohttp
 
     timeout = aiohttp.ClientTimeout(total=10)
-    connector = aiohttp.TCPConnector(limit=case.concurrency)
+    connector = aiohttp.TCPConnector(limit=case.concurrency * 2)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         await drive(session, base, case, max(warmup, case.concurrency), deadline, record=False)
-        await drive(session, base, case, case.total, deadline, record=True)
+        if direct is None or case.concurrency != 1:
+            await drive(session, base, case, case.total, deadline, record=True)
+            return
+        twin = Case(direct.name, direct.target, direct.path, direct.body, 1, case.total)
+        await drive(session, direct_base, twin, warmup, deadline, record=False)
+        started = time.perf_counter()
+        for _ in range(case.total):
+            if time.monotonic() >= deadline:
+                case.cut_short = True
+                break
+            await drive(session, base, case, 1, deadline, record=True)
+            await drive(session, direct_base, twin, 1, deadline, record=True)
+        case.elapsed_s = time.perf_counter() - started
+        case.paired = twin.latencies
+        case.errors += twin.errors
+        case.first_error = case.first_error or twin.first_error
 
 
 def make_cases(sequential: int, concurrent: int, concurrency: int) -> list[Case]:
@@ -331,8 +351,10 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
             env["rss_ready_mib"] = rss_mib(gateway.pid)[0]
 
             bases = {"upstream": f"http://{HOST}:{upstream_port}", "gateway": gateway_base}
+            by_name = {(c.name, c.concurrency): c for c in cases}
             for case in cases:
-                asyncio.run(run_case(bases[case.target], case, hard_deadline, warmup))
+                direct = by_name.get((case.direct, case.concurrency)) if case.direct else None
+                asyncio.run(run_case(bases[case.target], case, hard_deadline, warmup, direct, bases["upstream"]))
             env["rss_after_mib"], env["rss_peak_mib"] = rss_mib(gateway.pid)
             env["gateway_alive"] = gateway.poll() is None
             env["gateway_log"] = _tail(log_path, 2000)
@@ -356,6 +378,8 @@ def _added(value: float) -> str:
 def added(case: Case, by_name: dict[tuple[str, int], Case], q: float) -> float:
     if case.direct is None:
         return float("nan")
+    if case.paired:  # the direct calls interleaved with this case's own
+        return case.pct(q) - percentile(case.paired, q)
     direct = by_name.get((case.direct, case.concurrency))
     return case.pct(q) - direct.pct(q) if direct else float("nan")
 
@@ -402,7 +426,8 @@ def section(results: Results) -> str:
         "(one worker; `jev` = `typesafe/jev-latest`, `luna` = `openai/gpt-6-luna`, both on that upstream), "
         "and the aiohttp load client (keep-alive). Body: three questions (a noul, a 3-option choice, a 3-level "
         "score). *Added* is the gateway's percentile minus the direct call's to the same upstream route at the "
-        "same concurrency. "
+        "same concurrency; at concurrency 1 each gateway request is followed by one direct request, so the two "
+        "series share the machine's moment-to-moment noise. "
         + (f"Pinned: {env['pinned']} (`sched_setaffinity`): the gateway does not share the client's and the "
            "upstream's core, so its figures hold its own CPU time only; absolute numbers still move with the "
            "machine's load from run to run."

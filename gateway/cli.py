@@ -129,6 +129,10 @@ def uvicorn_settings(limits: LimitsSettings | None, protocol: object = None) -> 
         "timeout_keep_alive": limits.keep_alive_timeout_s,
         "limit_concurrency": limits.max_concurrent_connections,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+        # X-Forwarded-For / X-Forwarded-Proto are the caller's to forge: the gateway trusts no proxy
+        # header (and skips the per-request middleware that would read them); no Server banner.
+        "proxy_headers": False,
+        "server_header": False,
     }
 
 

@@ -122,7 +122,7 @@ ROUTES = [
 
 async def _passthrough(request: Request, target: Target, url_for, *, priced: bool = False) -> Response:
     pipeline: Pipeline = request.app.state.gateway.pipeline
-    ctx = RequestContext(request_id=request.scope["state"]["request_id"], route=request.url.path,
+    ctx = RequestContext(request_id=request.scope["state"]["request_id"], route=request.scope["path"],
                          wire=systemone_wire, source=request, json_only=request.method == "POST",
                          content_type=request.headers.get("content-type"),
                          content_encoding=request.headers.get("content-encoding"))

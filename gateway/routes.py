@@ -24,7 +24,7 @@ def decision_endpoint(wire: Wire):
         pipeline: Pipeline = request.app.state.gateway.pipeline
         headers = request.headers
         ctx = RequestContext(
-            request_id=request.scope["state"]["request_id"], route=request.url.path, wire=wire, source=request,
+            request_id=request.scope["state"]["request_id"], route=request.scope["path"], wire=wire, source=request,
             json_only=True, allow_multipart=wire is systemone_wire, content_type=headers.get("content-type"),
             content_encoding=headers.get("content-encoding"), forwarded_headers=forwarded_headers(headers),
             deadline_header=headers.get(DEADLINE_HEADER),

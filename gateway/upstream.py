@@ -18,6 +18,7 @@ in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -85,7 +86,7 @@ class Upstream:
         started = time.perf_counter()
         try:
             async with self._session.request(request.method, request.url, data=content, headers=headers,
-                                             timeout=aiohttp.ClientTimeout(total=request.timeout),
+                                             timeout=_timeout(request.timeout),
                                              allow_redirects=False) as response:
                 body = await read_capped(response, self.max_response_bytes, provider)
         except TRANSPORT_ERRORS as exc:
@@ -104,8 +105,11 @@ async def read_capped(response: aiohttp.ClientResponse, max_bytes: int, provider
     Leaving the response unread closes its connection instead of returning it to the pool.
     """
     declared = response.content_length
-    if declared is not None and declared > max_bytes and not response.headers.get("Content-Encoding"):
-        raise response_too_large(provider, max_bytes)
+    encoded = bool(response.headers.get("Content-Encoding"))
+    if declared is not None and not encoded:
+        if declared > max_bytes:
+            raise response_too_large(provider, max_bytes)
+        return await response.read()  # a plain body of a known, allowed size: one read
     chunks: list[bytes] = []
     total = 0
     async for chunk in response.content.iter_chunked(READ_CHUNK_BYTES):
@@ -114,6 +118,12 @@ async def read_capped(response: aiohttp.ClientResponse, max_bytes: int, provider
             raise response_too_large(provider, max_bytes)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(total: float) -> aiohttp.ClientTimeout:
+    """One (immutable) ClientTimeout per distinct timeout, instead of one per request."""
+    return aiohttp.ClientTimeout(total=total)
 
 
 def response_too_large(provider: str, max_bytes: int) -> UpstreamError:

@@ -10,11 +10,12 @@ redacted before it is cut to length, so a key cannot straddle the cut. 429 and 5
 from __future__ import annotations
 
 import email.utils
-import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC
 from typing import Any
+
+import orjson
 
 from providers.base import UpstreamResponse
 from translators.errors import UpstreamError
@@ -92,8 +93,8 @@ def decode_body(body: bytes) -> Any:
     if not body:
         return None
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        return orjson.loads(body)  # strict JSON (no NaN), and several times faster than json.loads
+    except orjson.JSONDecodeError:
         return None
 
 
