@@ -77,6 +77,16 @@ def is_permanent(exc: BaseException) -> bool:
         state = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
         return isinstance(state, str) and state[:2] in PERMANENT_SQLSTATE_CLASSES
     return isinstance(exc, StatementError | TypeError)
+
+
+def brief(exc: BaseException) -> str:
+    """The error in one short line: the driver's message without SQLAlchemy's statement and parameters (which
+    hold the rows, content included)."""
+    orig = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
+    text = str(orig).strip().splitlines()
+    return f"{type(orig).__name__}: {text[0][:300] if text else ''}"
+
+
 SYNCHRONOUS = ("NORMAL", "FULL")
 
 _SCHEMA = """
@@ -273,8 +283,8 @@ class SpendOutbox:
                 except Exception as exc:  # the loop must outlive any database error; the rows stay queued
                     if failing_since is None:
                         failing_since = time.monotonic()
-                        log.warning("spend outbox: cannot write to the database (%s: %s); %d rows kept in %s, "
-                                    "retrying", type(exc).__name__, exc, self.depth(), self.directory)
+                        log.warning("spend outbox: cannot write to the database (%s); %d rows kept in %s, "
+                                    "retrying", brief(exc), self.depth(), self.directory)
                     delay = min(self.max_backoff, delay * 2) * random.uniform(0.8, 1.0)
                 else:
                     if failing_since is not None:
@@ -301,8 +311,8 @@ class SpendOutbox:
                 async with asyncio.timeout(timeout):
                     await self.drain_once(db)
             except Exception as exc:
-                log.warning("spend outbox: %d rows left in %s for the next start (%s: %s)", self.depth(),
-                            self.directory, type(exc).__name__, exc)
+                log.warning("spend outbox: %d rows left in %s for the next start (%s)", self.depth(),
+                            self.directory, brief(exc))
         async with self._drain_lock:
             for file in [*self._orphans, self.own]:
                 file.close(remove_if_empty=True)
@@ -373,8 +383,7 @@ class SpendOutbox:
                 try:
                     await self._insert(db, [row], 1)
                 except RowRefused as exc:
-                    cause = exc.__cause__
-                    dead[seq] = f"{type(cause).__name__}: {cause}"[:2000]
+                    dead[seq] = brief(exc.__cause__ or exc)
         if dead:
             self.dead_total += len(dead)
             log.error("spend outbox: the database refused %d rows for their content; kept in dead_rows", len(dead))

@@ -144,3 +144,4 @@ async def test_rows_wait_out_a_database_outage(pg_cluster: PgCluster, tmp_path: 
     messages = [r.getMessage() for r in caplog.records]
     assert any("cannot write to the database" in m for m in messages)
     assert any("database writable again" in m for m in messages)
+    assert not any("INSERT" in m or "req-" in m for m in messages)  # no statement, no row in the log
