@@ -22,7 +22,6 @@ offers the same functions (``parse_request(body, limits, parts)``, ``render_resp
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -42,6 +41,7 @@ from gateway.body import (
     read_body_capped,
 )
 from gateway.cost import format_cost
+from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
 from gateway.router import DEADLINE_HEADER, Router, key_of
@@ -299,7 +299,7 @@ async def encode(pipeline: Pipeline, ctx: RequestContext) -> None:
 
 
 def dumps(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return json_bytes(body)
 
 
 def fail(ctx: RequestContext, err: DecisionError) -> None:

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiohttp
 
+from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
@@ -145,7 +146,7 @@ def encode_body(request: UpstreamRequest, provider: str) -> tuple[bytes | None, 
     if request.content is not None or request.json is None:
         return request.content, request.headers
     try:
-        content = json.dumps(request.json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        content = json_bytes(request.json)
     except (TypeError, ValueError) as exc:
         raise UpstreamError(502, f"The request for upstream {provider} cannot be encoded as JSON ({exc}).",
                             provider=provider) from None
