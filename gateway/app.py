@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 
 from gateway import __version__, info_routes, passthrough, routes
+from gateway.admin import admin_router
 from gateway.config import GatewayConfig, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.request_id import RequestIdMiddleware
@@ -35,6 +36,7 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await state.upstream.start()
+        await state.start()
         state.warmup = asyncio.ensure_future(warm_local_models(state.registry.local_model_refs()))
         try:
             yield
@@ -49,6 +51,7 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     app.router.routes.extend(routes.ROUTES)
     app.include_router(info_routes.router)
     app.router.routes.extend(passthrough.ROUTES)
+    app.include_router(admin_router())
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -44,6 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "backend":
         return run_backend(argv[1:])
+    if argv and argv[0] == "migrate":
+        from gateway.db.cli import migrate_main
+
+        return migrate_main(argv[1:])
+    if argv and argv[0] in ("keys", "teams", "spend"):
+        from gateway.admin import cli as admin_cli
+
+        commands = {"keys": admin_cli.keys_main, "teams": admin_cli.teams_main, "spend": admin_cli.spend_main}
+        return commands[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
     if args.workers < 1:
         print("decisions-gateway: --workers must be at least 1", file=sys.stderr)

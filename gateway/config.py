@@ -23,7 +23,7 @@ from providers.base import Deployment
 from translators.errors import DecisionError
 
 ENV_PREFIX = "os.environ/"
-SECRET_KEYS = frozenset({"api_key", "master_key"})
+SECRET_KEYS = frozenset({"api_key", "master_key", "salt_key"})
 
 # The embedded default: the bundled backend with the small model, no key needed.
 DEFAULT_CONFIG: dict = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}]}
@@ -117,6 +117,9 @@ def _check_router(config: GatewayConfig) -> None:
         redis_url_from_config(config.general_settings, config.router_settings)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    store = config.general_settings.get("store_content")
+    if store is not None and store not in ("none", "digest", "full"):
+        raise ConfigError(f"general_settings.store_content: must be none, digest or full, got {store!r}")
 
 
 def resolve_env(value: Any, environ: Mapping[str, str], where: str = "") -> Any:

@@ -16,6 +16,8 @@ from fastapi.responses import JSONResponse
 from gateway.registry import ModelRegistry
 from gateway.state import GatewayState
 from providers.base import Deployment
+from translators import openai as openai_wire
+from translators.errors import DecisionError
 
 router = APIRouter()
 
@@ -26,7 +28,12 @@ UNKNOWN_RELEASE_DATE = "1970-01-01"
 @router.get("/models", include_in_schema=False)
 async def list_models(request: Request) -> JSONResponse:
     state: GatewayState = request.app.state.gateway
-    return JSONResponse(models_body(state.registry))
+    try:
+        identity = await state.auth.resolve_headers(request.headers)
+    except DecisionError as err:
+        status, body = openai_wire.render_error(err)
+        return JSONResponse(body, status_code=status, headers=err.headers)
+    return JSONResponse(models_body(state.registry, identity.models))
 
 
 @router.get("/health/liveliness")
@@ -43,6 +50,7 @@ async def readiness(request: Request) -> JSONResponse:
     body: dict[str, Any] = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
             "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
             "local_models": "loaded" if loaded else "loading"}
+    body["database"] = state.spend.status()
     shared = state.shared.status()  # the router's state: memory, or Redis (degraded to memory while away)
     body["shared_state"] = shared
     if shared.get("degraded"):
@@ -53,9 +61,12 @@ async def readiness(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ready else 503)
 
 
-def models_body(registry: ModelRegistry) -> dict:
+def models_body(registry: ModelRegistry, allowed: frozenset[str] | None = None) -> dict:
+    """Both lists; with ``allowed`` (a key's models) only the groups that key may use."""
     data, models = [], []
     for name in registry.names:
+        if allowed is not None and name not in allowed:
+            continue
         group = registry.group(name)
         first = group[0]
         limits = registry.limits(first).as_dict()

@@ -36,7 +36,7 @@ from gateway.passthrough_policy import (
     relayed_response_headers,
     upstream_url,
 )
-from gateway.pipeline import Pipeline, RequestContext, Step, read
+from gateway.pipeline import Pipeline, RequestContext, Step, authenticate, read
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from providers.http_json import join_url
 from translators import systemone as systemone_wire
@@ -144,6 +144,7 @@ async def relay(pipeline: Pipeline, ctx: RequestContext) -> None:
         headers["Authorization"] = f"Bearer {target.key}"
     upstream_request = UpstreamRequest(method=ctx.extra["method"], url=ctx.extra["url_for"](target.base),
                                        headers=headers, content=ctx.raw or None, timeout=PASSTHROUGH_TIMEOUT_S)
+    ctx.model_group = f"{target.provider}/{requested_model(ctx.raw, '')}".rstrip("/")  # for the spend log
     resp: UpstreamResponse = await pipeline.upstream.send(upstream_request, target.provider)
     ctx.extra["upstream_response"] = resp
     ctx.status = resp.status
@@ -168,8 +169,8 @@ async def allow(pipeline: Pipeline, ctx: RequestContext) -> None:
     check_method(ctx.extra["method"])
 
 
-RELAY_STEPS: tuple[Step, ...] = (allow, read, relay)
-PRICED_RELAY_STEPS: tuple[Step, ...] = (allow, read, relay, settle)
+RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, relay)
+PRICED_RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, relay, settle)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -182,13 +183,13 @@ def without_key(body: bytes, key: str | None) -> bytes:
     return body.replace(key.encode(), b"[redacted]")
 
 
-def requested_model(body: bytes) -> str:
-    """The model a JSON request asked for (TypeSafe's default when it names none or is not JSON)."""
+def requested_model(body: bytes, default: str = TYPESAFE_DEFAULT_MODEL) -> str:
+    """The model a JSON request asked for (``default`` when it names none or is not JSON)."""
     try:
         model = json.loads(body).get("model")
     except (ValueError, UnicodeDecodeError, AttributeError):
         model = None
-    return model if isinstance(model, str) and model else TYPESAFE_DEFAULT_MODEL
+    return model[:200] if isinstance(model, str) and model else default
 
 
 def typesafe_cost(resp: UpstreamResponse, requested: str = TYPESAFE_DEFAULT_MODEL) -> float | None:

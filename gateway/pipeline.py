@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
+from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.body import (
     BodyError,
     ClientDisconnected,
@@ -45,6 +46,7 @@ from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
 from gateway.router import DEADLINE_HEADER, Router, key_of
+from gateway.spendlog import SpendLog
 from providers.base import Deployment
 from translators import systemone as systemone_wire
 from translators.errors import BODY, MODEL, DecisionError, Loc, RequestInvalid, UpstreamError, Where
@@ -108,8 +110,11 @@ class RequestContext:
     content: bytes | None = None  # the response bytes (encode, or a pass-through's relayed body)
     headers: dict[str, str] = field(default_factory=dict)
     error: DecisionError | None = None
-    # timings: step name -> milliseconds; started is time.perf_counter() at arrival
+    # timings: step name -> milliseconds; started is time.perf_counter() at arrival, started_at the wall clock
     started: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=time.time)
+    retries: int = 0  # the router's true counts
+    fallbacks: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
     client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
@@ -147,6 +152,8 @@ class Pipeline:
         self.settings = settings  # what a request body may be (size, depth, parts, read deadline)
         self.heavy = HeavyDecodes(settings.max_concurrent_heavy_decodes)
         self.router = router or Router.in_memory(registry, upstream)
+        self.auth: Authenticator | None = None  # set at start when the gateway has one (gateway/auth)
+        self.spend: SpendLog | None = None  # set at start: the spend log's outbox and database
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
 
     @property
@@ -195,6 +202,20 @@ class Pipeline:
 # ---- the steps ----------------------------------------------------------------------------------
 
 
+async def authenticate(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """The caller's key (``Authorization: Bearer``, ``x-api-key`` or ``api-key``) -> identity, before
+    the body is read: 401 for a missing or unknown key, 403 for a blocked or expired one. Without a
+    master key every route is open (the anonymous identity)."""
+    if pipeline.auth is not None and ctx.source is not None:
+        ctx.identity = await pipeline.auth.resolve_headers(ctx.source.headers)
+
+
+async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """403 when the key (or its team) may not use the requested model group."""
+    if ctx.identity is not None and ctx.model_group is not None:
+        check_model_allowed(ctx.identity, ctx.model_group)
+
+
 async def read(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The body from the client: a JSON route checks the Content-Type first; the body is read with
     the size cap (413 as soon as it is over) and the read deadline (408). Once it is in, a client
@@ -240,10 +261,12 @@ async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
     except UpstreamError as err:
         attempts = getattr(err, "attempts", None)
         if attempts is not None:  # the failed request's true counts go out with its error
+            ctx.retries, ctx.fallbacks = attempts.retries, len(attempts.fallbacks_tried)
             ctx.headers.update(routing_headers(ctx.model_group, None, attempts.retries,
                                                len(attempts.fallbacks_tried), attempts.hedged))
         raise
     ctx.result, ctx.cost = routed.result, routed.cost
+    ctx.retries, ctx.fallbacks = routed.retries, routed.fallbacks
     ctx.deployment = routed.deployments[0]
     ctx.tried = routed.deployments
     ctx.headers.update(routing_headers(ctx.model_group, routed.deployments, routed.retries, routed.fallbacks,
@@ -285,6 +308,7 @@ async def render(pipeline: Pipeline, ctx: RequestContext) -> None:
     assert ctx.result is not None and ctx.req is not None and ctx.deployment is not None
     ctx.response = ctx.wire.render_response(ctx.result, ctx.req)
     if ctx.cost is not None:
+        ctx.headers["x-litellm-response-cost"] = format_cost(ctx.cost)
         ctx.headers["x-decisions-response-cost"] = format_cost(ctx.cost)
     ctx.status = 200
 
@@ -311,7 +335,13 @@ def fail(ctx: RequestContext, err: DecisionError) -> None:
 
 
 def record(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Keep a short record of the request (the log line and metrics join here later)."""
+    """The spend row (durable in the outbox before the response leaves) and a short record of the
+    request (the log line and metrics join here later)."""
+    if pipeline.spend is not None:
+        try:
+            pipeline.spend.write(ctx)
+        except Exception:  # noqa: BLE001 - a full disk must not turn an answer into a 500; say it loudly
+            log.exception("the spend row of request %s could not be written to the outbox", ctx.request_id)
     body = ctx.body
     dep = ctx.deployment
     pipeline.request_log.append(RequestRecord(
@@ -323,7 +353,7 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
     ))
 
 
-DECISION_STEPS: tuple[Step, ...] = (read, decode, parse, route, render, encode)
+DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, route, render, encode)
 IR_STEPS: tuple[Step, ...] = (parse, route, render)  # a body that is already JSON
 
 

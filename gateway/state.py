@@ -4,9 +4,13 @@ pipeline over them, and the start-up warm-up of ``local/`` models."""
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gateway.auth.cache import KeyCache
+from gateway.auth.identity import Authenticator, Entry
+from gateway.auth.keys import KeyHasher, load_secret, master_key_of
 from gateway.config import GatewayConfig
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.passthrough import PassthroughSettings
@@ -16,7 +20,27 @@ from gateway.router import Health, Router
 from gateway.router.settings import router_settings_of
 from gateway.shared_state import SharedState
 from gateway.shared_state.factory import redis_url_from_config, state_from_settings
+from gateway.spendlog import SpendLog
 from gateway.upstream import Upstream
+
+if TYPE_CHECKING:
+    from gateway.db.engine import Database
+
+DB_START_WAIT_S = 10.0  # how long start-up waits for the database before serving without it
+
+
+def build_authenticator(general_settings: dict[str, Any], spend: SpendLog, shared: SharedState) -> Authenticator:
+    """The key resolver: the master key from the config or the environment, virtual keys from the
+    database the spend log opens (a lookup while it is away is a 503, never a pass)."""
+    async def load(key_hash: str) -> Entry | None:
+        from gateway.auth import store
+
+        if spend.db is None:
+            raise ConnectionError("the database is not open")
+        return await store.load_entry(spend.db, key_hash)
+
+    hasher = KeyHasher(load_secret(general_settings, os.environ))
+    return Authenticator(hasher, master_key_of(general_settings, os.environ), load, KeyCache(shared))
 
 
 @dataclass
@@ -28,6 +52,8 @@ class GatewayState:
     pipeline: Pipeline = field(init=False)
     passthrough: PassthroughSettings = field(init=False)
     warmup: asyncio.Future[Any] | None = None  # loading the local/ models at start-up
+    spend: SpendLog = field(init=False)  # the outbox and the database (keys, teams, spend logs)
+    auth: Authenticator = field(init=False)  # keys -> identities, shared by the pipeline and the admin API
 
     def __post_init__(self) -> None:
         config = self.config
@@ -39,10 +65,24 @@ class GatewayState:
         self.pipeline = Pipeline(self.registry, self.upstream, config.request_limits, router=router,
                                  settings=config.limits or DEFAULT_LIMITS_SETTINGS)
         self.passthrough = PassthroughSettings.from_environ()
+        self.spend = SpendLog(config.general_settings)
+        self.pipeline.spend = self.spend
+        self.auth = build_authenticator(config.general_settings, self.spend, self.shared)
+        self.pipeline.auth = self.auth
+
+    @property
+    def db(self) -> Database | None:
+        """The database once it is open (the admin API answers 503 until then)."""
+        return self.spend.db
+
+    async def start(self) -> None:
+        await self.spend.start()
+        await self.spend.wait_open(DB_START_WAIT_S)
 
     async def close(self) -> None:
         await self.pipeline.router.health.drain()
         await self.pipeline.close()
+        await self.spend.close()
         await self.shared.close()
 
     @property

@@ -8,6 +8,8 @@ tests/fakes/.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from gateway.config import GatewayConfig, build_config
 from gateway.state import GatewayState
 
 START_TIMEOUT_S = 30.0
+# Gateways under test keep their data (SQLite database, spend outbox, salt) in a folder of this run's own.
+os.environ.setdefault("DECISIONS_GATEWAY_DATA_DIR", tempfile.mkdtemp(prefix="decisions-gateway-tests-"))
 
 
 @dataclass
