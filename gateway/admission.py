@@ -1,0 +1,585 @@
+"""Admission: a key's and its team's rate limits and budgets, checked and reserved before the call.
+
+``admit(identity, estimated_tokens=..., worst_cost_usd=...)`` runs after auth and parse and returns a
+``Ticket``; ``settle(ticket, tokens=..., cost_usd=...)`` after the answer turns the reservation into
+the true figures and returns the ``x-ratelimit-*`` headers; ``release(ticket)`` on a failure gives
+everything back. The master key and an open gateway (``identity.limited`` False), and an identity
+without any limit, cost nothing: the shared ``EMPTY_TICKET``, no state call.
+
+What is checked, for the key and for its team, each that has the limit (one atomic shared-state
+operation a check; when a later check refuses, the earlier reservations of the request are given
+back with a negative ``window_add`` / an ``incr -1``):
+
+- ``rpm_limit``: requests in the current **fixed** one-minute window (``floor(now / 60)``; all
+  processes share it, it starts afresh at 0 on each minute, it does not slide). Refused: 429 with
+  ``Retry-After`` = whole seconds to the next window.
+- ``tpm_limit``: the request's estimated tokens reserved in the same kind of window (a request
+  estimated above the whole limit reserves the limit: it gets in only when the window is empty);
+  ``settle`` replaces the estimate by the true count while the window lasts.
+- ``max_parallel_requests``: ``incr +1`` with a ttl safety net (``PARALLEL_TTL_S``: the slots of a
+  process that died expire after it); over the limit, the slot is given back and the request
+  refused (``Retry-After: 1``). ``settle`` and ``release`` free the slot.
+- ``max_budget``: this request's worst-case cost reserved against the budget with one check-and-add
+  (``window_add`` with the budget as its limit), so the reservations of requests in flight plus
+  what was spent never pass the budget: concurrent requests cannot overspend it. What can still
+  pass it is the true cost above its worst case (a wrong estimate), and a request whose cost is not
+  known beforehand (``worst_cost_usd=None``: it is let in while the budget is not yet spent and
+  reserves nothing, so each such request in flight may take the spend past the budget by its own
+  cost, at most one request's cost per request in flight). Refused: ``BudgetExceeded``, 400.
+
+Budget accounting. The spend of the current budget period lives in the shared state as integer
+micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>``; the period runs from the
+identity's ``budget_reset_at`` minus its ``budget_duration`` (calendar months for ``mo`` and
+``30d``, as ``gateway.auth.durations`` resets them) to ``budget_reset_at``; ``life`` stands for the
+start when there is no ``budget_duration`` (the spend of the key's lifetime). When
+``budget_reset_at`` has passed and no reset job has moved it yet, the period is the one of the same
+reset chain that holds now (what the job will write, for calendar-aligned durations). The counter
+is a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
+so the counter lives exactly as long as its period and then expires on its own.
+
+The database spend (``Limits.spend``, read by auth) is the authority across restarts: each process
+seeds the counter with it once per period, with ``window_add(counter, spend, limit=spend)``, which
+lands only on an empty counter. That is "first writer wins" on the counter itself: the claim and
+the seed are one atomic step, so no request is reserved between a claim and its seed (a separate
+marker key would leave that gap), and a later process, whose database spend already holds what the
+gateway counted, never adds it a second time. A counter found empty afterwards (Redis restarted or
+evicted it: a reservation's total equals its own amount) is seeded again at once. Settled costs
+reach the database through the spend outbox, so a lost and re-seeded counter misses only what the
+outbox had not drained yet. An admin change to ``spend`` within a period is not seen by the counter
+before the next period (for a lifetime budget: not at all).
+
+Redis away (``state.degraded``, or a state call failing, which then counts as an outage for
+``RETRY_AFTER_S``): rate limits follow ``on_redis_failure_rate_limits`` (``fail_open``, the default:
+counted in this process's own ``MemoryState`` and admitted by it, so limits hold per process;
+``fail_closed``: 503), budgets ``on_redis_failure_budgets`` (``fail_closed``, the default: 503 naming
+the reason, never an unchecked spend; ``fail_open``: counted per process like the rate limits,
+seeded from the database spend). What settling or releasing a ticket reserved in Redis would
+change there while Redis is away waits in this process (up to ``PENDING_MAX`` changes) and is
+applied when Redis answers again (in the background, from the next admit; ``close()`` at
+shutdown); a window or period that ended meanwhile is left alone. Until then, and for good if the
+process stops first, a budget keeps the worst case (never less than the truth) and a parallel slot
+stays taken until its ttl. ``status()`` says what is served and refused, for readiness.
+
+Clocks: Redis windows run on the Redis server's clock. With a memory backend (one process) the
+counters live in a ``MemoryState`` of this module on the wall clock (``time.time``), not in the
+process's shared one (monotonic), so budget windows line up with calendar periods and
+``Retry-After`` is the true wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
+
+from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
+from gateway.auth.durations import Duration, DurationError, add_months, next_reset, parse_duration
+from gateway.auth.identity import Identity, Limits
+from gateway.shared_state import MemoryState, SharedState
+
+log = logging.getLogger("gateway.admission")
+
+Policy = Literal["fail_open", "fail_closed"]
+POLICIES = ("fail_open", "fail_closed")
+PREFIX = "admit:"
+MINUTE_S = 60.0
+PARALLEL_TTL_S = 600.0  # the parallel slots of a process that died expire after this
+LIFETIME_WINDOW_S = float(2**32)  # window 0 until 2106: a lifetime budget's counter never rolls over
+RETRY_AFTER_S = 1.0  # after a failed state call, the shared state counts as away this long
+MICRO = 1_000_000
+MAX_MICRO = 2**62
+MEMO_MAX = 100_000
+PENDING_MAX = 100_000  # changes that wait for Redis to come back; past this they are dropped
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The key or the team whose limits apply."""
+
+    kind: str  # "key" | "team"
+    id: str
+    name: str  # for messages: key 'alias', team 'alias'
+    limits: Limits
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A budget period: its label in the counter's name, its end (wall clock) and the counter's window."""
+
+    label: str  # the start in epoch seconds, or "life"
+    start: datetime | None
+    end: datetime | None
+    window_s: float
+
+
+@dataclass(slots=True)
+class Hold:
+    """One reservation of a ticket."""
+
+    kind: str  # "rpm" | "tpm" | "parallel" | "budget"
+    scope: Scope
+    key: str
+    amount: int  # requests, tokens, slots or micro-dollars reserved
+    local: bool  # in this process's own state (Redis away), not the shared one
+    window_s: float
+    ends_at: float  # wall clock: after it the window is gone and the hold is left alone
+    limit: int
+    total: int  # the window's (or counter's) total after this hold
+
+
+class Ticket:
+    """What ``admit`` reserved: ``holds``, the ``headers`` to send, the ``tokens`` and ``cost_usd`` it
+    reserved. Settle or release it once; a second call does nothing."""
+
+    __slots__ = ("holds", "headers", "tokens", "cost_usd", "_open")
+
+    def __init__(self, tokens: int = 0, cost_usd: float | None = None) -> None:
+        self.holds: list[Hold] = []
+        self.headers: dict[str, str] = {}
+        self.tokens = tokens
+        self.cost_usd = cost_usd
+        self._open = True
+
+    @property
+    def open(self) -> bool:
+        return self._open
+
+
+EMPTY_TICKET = Ticket()  # for the unlimited: never settled, never released
+
+
+class _SharedFailed(Exception):
+    """A shared-state call failed, or the state degraded during it."""
+
+
+class Admission:
+    """Rate limits and budgets on the shared state; one per process (its fallback counters, seeds and
+    waiting changes are the process's). See the module docstring."""
+
+    def __init__(self, state: SharedState, *, on_redis_failure_rate_limits: Policy = "fail_open",
+                 on_redis_failure_budgets: Policy = "fail_closed", prefix: str = PREFIX,
+                 clock: Callable[[], float] = time.time) -> None:
+        for name, value in (("on_redis_failure_rate_limits", on_redis_failure_rate_limits),
+                            ("on_redis_failure_budgets", on_redis_failure_budgets)):
+            if value not in POLICIES:
+                raise ValueError(f"{name} must be fail_open or fail_closed, got {value!r}")
+        self.rate_policy: Policy = on_redis_failure_rate_limits
+        self.budget_policy: Policy = on_redis_failure_budgets
+        self.prefix = prefix
+        self._state = state
+        self._clock = clock
+        self._local = MemoryState(clock=clock)
+        self._shared: SharedState = self._local if state.backend == "memory" else state
+        self._away_until = 0.0  # monotonic
+        self._errors = 0
+        self._pending: list[tuple[Hold, int]] = []
+        self._dropped = 0
+        self._flusher: asyncio.Task[None] | None = None
+        self._last_error: str | None = None
+        self._seeded: set[tuple[bool, str]] = set()
+        self._periods: dict[tuple[str, datetime], Period] = {}
+
+    # ---- readiness ------------------------------------------------------------------------------
+
+    @property
+    def shared_away(self) -> bool:
+        """True while the shared state (Redis) is known to be unreachable."""
+        if self._shared is self._local:
+            return False
+        return self._state.degraded or time.monotonic() < self._away_until
+
+    def status(self) -> dict[str, Any]:
+        """For readiness: the backend, whether Redis is away, and per kind of limit what serves it."""
+        away = self.shared_away
+
+        def serving(policy: Policy) -> str:
+            return "local" if self._shared is self._local else \
+                "shared" if not away else "local" if policy == "fail_open" else "refused"
+
+        status: dict[str, Any] = {
+            "backend": self._state.backend, "degraded": away,
+            "rate_limits": {"on_redis_failure": self.rate_policy, "serving": serving(self.rate_policy)},
+            "budgets": {"on_redis_failure": self.budget_policy, "serving": serving(self.budget_policy)},
+            "state_errors": self._errors, "waiting_changes": len(self._pending), "dropped_changes": self._dropped}
+        if self._last_error is not None:
+            status["last_error"] = self._last_error
+        return status
+
+    def key_of(self, kind: str, scope: Scope, period: Period | None = None) -> str:
+        """The state key of one counter: ``<prefix><rpm|tpm|parallel>:<key|team>:<id>``, and for the
+        spend ``<prefix>spend:<key|team>:<id>:<period start|life>``."""
+        base = f"{self.prefix}{kind}:{scope.kind}:{scope.id}"
+        return base if period is None else f"{base}:{period.label}"
+
+    async def usage(self, identity: Identity) -> dict[str, dict[str, Any]]:
+        """What the counters hold now for the key and its team: requests and tokens in this minute,
+        requests in flight, the period's spend (USD, reservations included) and its start, from the
+        state that serves now. For tests and admin views; a state error is raised."""
+        store = self._store(self.shared_away)
+        when = datetime.fromtimestamp(self._clock(), UTC)
+        usage: dict[str, dict[str, Any]] = {}
+        for scope in scopes_of(identity):
+            period = self._period(scope.limits, when)
+            rpm, tpm = await store.window_get_many([self.key_of("rpm", scope), self.key_of("tpm", scope)], MINUTE_S)
+            usage[scope.kind] = {
+                "rpm": rpm, "tpm": tpm, "parallel": await store.get_int(self.key_of("parallel", scope)),
+                "spend_usd": await store.window_get(self.key_of("spend", scope, period), period.window_s) / MICRO,
+                "period_start": period.start}
+        return usage
+
+    # ---- admit ----------------------------------------------------------------------------------
+
+    async def admit(self, identity: Identity, *, estimated_tokens: int, worst_cost_usd: float | None) -> Ticket:
+        """Check and reserve the key's and the team's limits for one request; raise ``RateLimited``
+        (429), ``BudgetExceeded`` (400) or ``LimitsUnavailable`` (503). See the module docstring."""
+        if not identity.limited:
+            return EMPTY_TICKET
+        scopes = scopes_of(identity)
+        if not scopes:
+            return EMPTY_TICKET
+        tokens = max(0, int(estimated_tokens))
+        worst = None if worst_cost_usd is None or not math.isfinite(worst_cost_usd) else max(0.0, worst_cost_usd)
+        if not self.shared_away:
+            if self._pending:
+                self._flush_soon()
+            ticket = Ticket(tokens, worst)
+            try:
+                await self._reserve(ticket, scopes, local=False)
+                return ticket
+            except _SharedFailed:
+                await self._give_back(ticket)
+        ticket = Ticket(tokens, worst)
+        await self._reserve(ticket, scopes, local=True)
+        return ticket
+
+    async def _reserve(self, ticket: Ticket, scopes: list[Scope], *, local: bool) -> None:
+        """Every check in turn; on a refusal (or a failure) give back what was reserved and raise."""
+        try:
+            now = self._clock()
+            rate_local = local and self._local_or_refuse(self.rate_policy, "rate_limits",
+                                                         any(rate_limited(s.limits) for s in scopes))
+            for scope in scopes:
+                if scope.limits.rpm_limit is not None:
+                    await self._window(ticket, "rpm", scope, 1, scope.limits.rpm_limit, rate_local, now)
+            for scope in scopes:
+                if (limit := scope.limits.tpm_limit) is not None:
+                    await self._window(ticket, "tpm", scope, min(ticket.tokens, limit), limit, rate_local, now)
+            for scope in scopes:
+                if scope.limits.max_parallel_requests is not None:
+                    await self._parallel(ticket, scope, scope.limits.max_parallel_requests, rate_local, now)
+            budgeted = [s for s in scopes if s.limits.max_budget is not None]
+            if budgeted:
+                budget_local = local and self._local_or_refuse(self.budget_policy, "budgets", True)
+                for scope in budgeted:
+                    await self._budget(ticket, scope, budget_local, now)
+        except BaseException:
+            await self._give_back(ticket)
+            raise
+        ticket.headers = limit_headers(ticket.holds)
+
+    def _local_or_refuse(self, policy: Policy, what: str, needed: bool) -> bool:
+        if not needed or self._shared is self._local or policy == "fail_open":
+            return True
+        label = "Rate limits" if what == "rate_limits" else "Budgets"
+        raise LimitsUnavailable(f"{label} cannot be checked: the shared state (Redis) is unreachable and "
+                                f"on_redis_failure_{what} is fail_closed; try again shortly.", what=what)
+
+    def _store(self, local: bool) -> SharedState:
+        return self._local if local else self._shared
+
+    async def _call(self, local: bool, call: Awaitable[T]) -> T:
+        """Await one state operation of ``_store(local)``; a failure of the shared one is ``_SharedFailed``."""
+        if local or self._shared is self._local:
+            return await call
+        try:
+            result = await call
+        except Exception as exc:  # any failure of the shared state is an outage to this module
+            self._failed(f"{type(exc).__name__}: {exc}")
+            raise _SharedFailed() from exc
+        if self._state.degraded:  # the call was served from the failover's memory, not Redis
+            self._failed("the shared state is degraded")
+            raise _SharedFailed()
+        return result
+
+    def _failed(self, error: str) -> None:
+        self._errors += 1
+        if not self.shared_away:
+            log.warning("admission: shared state unavailable (%s); rate limits %s, budgets %s",
+                        error, self.rate_policy, self.budget_policy)
+        self._last_error = error
+        self._away_until = time.monotonic() + RETRY_AFTER_S
+
+    async def _window(self, ticket: Ticket, kind: str, scope: Scope, amount: int, limit: int, local: bool,
+                      now: float) -> None:
+        """rpm or tpm: ``amount`` reserved in the current fixed minute."""
+        key, store = self.key_of(kind, scope), self._store(local)
+        if amount > 0:
+            ok, total = await self._call(local, store.window_add(key, amount, MINUTE_S, limit))
+        else:
+            total = await self._call(local, store.window_get(key, MINUTE_S))
+            ok = total < limit
+        ends_at = (math.floor(now / MINUTE_S) + 1) * MINUTE_S
+        hold = Hold(kind, scope, key, amount, local, MINUTE_S, ends_at, limit, total)
+        if not ok:
+            unit = "requests" if kind == "rpm" else "tokens"
+            used = f"{total} {'used' if kind == 'rpm' else 'used or reserved'} in this one"
+            need = f"; this request needs about {ticket.tokens}" if kind == "tpm" else ""
+            retry = max(1, math.ceil(ends_at - now))
+            raise self._limited(ticket, hold, f"{kind}_limit {limit} {unit} per minute (a fixed one-minute "
+                                              f"window, {used}{need})", retry)
+        ticket.holds.append(hold)
+
+    async def _parallel(self, ticket: Ticket, scope: Scope, limit: int, local: bool, now: float) -> None:
+        key, store = self.key_of("parallel", scope), self._store(local)
+        total = await self._call(local, store.incr(key, 1, PARALLEL_TTL_S))
+        if total > limit:
+            hold = Hold("parallel", scope, key, 1, local, 0.0, math.inf, limit, total)
+            await self._move([(hold, -1)])  # the slot given back (later, if Redis went away just now)
+            hold.amount, hold.total = 0, total - 1
+            raise self._limited(ticket, hold, f"max_parallel_requests {limit} (requests in flight at once)", 1)
+        ticket.holds.append(Hold("parallel", scope, key, 1, local, 0.0, math.inf, limit, total))
+
+    def _limited(self, ticket: Ticket, refused: Hold, what: str, retry_s: int) -> RateLimited:
+        # The holds so far are given back as this is raised: count them out of the remaining figures.
+        holds = [Hold(h.kind, h.scope, h.key, 0, h.local, h.window_s, h.ends_at, h.limit, h.total - h.amount)
+                 for h in ticket.holds] + [refused]
+        headers = {"Retry-After": str(retry_s), **limit_headers(holds)}
+        return RateLimited(f"Rate limit exceeded for {refused.scope.name}: {what}; retry after {retry_s} s.",
+                           scope=refused.scope.kind, limit=refused.kind + "_limit"
+                           if refused.kind != "parallel" else "max_parallel_requests", headers=headers)
+
+    async def _budget(self, ticket: Ticket, scope: Scope, local: bool, now: float) -> None:
+        limits = scope.limits
+        if limits.budget_reset_at is None:  # no resets: the lifetime's spend
+            period, seed = LIFETIME, micro(limits.spend)
+        else:
+            when = datetime.fromtimestamp(now, UTC)
+            period, seed = self._period(limits, when), micro(limits.current_spend(when))
+        key, store = self.key_of("spend", scope, period), self._store(local)
+        budget = micro(limits.max_budget or 0.0)
+        window = period.window_s
+        if seed > 0 and (local, key) not in self._seeded:
+            await self._call(local, store.window_add(key, seed, window, seed))  # lands on an empty counter only
+            if len(self._seeded) >= MEMO_MAX:
+                self._seeded.clear()
+            self._seeded.add((local, key))
+        amount = 0 if ticket.cost_usd is None else worst_micro(ticket.cost_usd)
+        ends_at = period.end.timestamp() if period.end is not None else math.inf
+        if amount == 0:
+            total = await self._call(local, store.window_get(key, window))
+            ok = total < budget
+        else:
+            ok, total = await self._call(local, store.window_add(key, amount, window, budget))
+        spent = total
+        if ok:
+            ticket.holds.append(Hold("budget", scope, key, amount, local, window, ends_at, budget, total))
+            if seed > 0 and amount > 0 and total == amount:  # the counter was empty: lost; seed it again
+                _, total = await self._call(local, store.window_add(key, seed, window))
+                ticket.holds[-1].total = total
+                ok, spent = total <= budget, total - amount
+        if not ok:
+            raise BudgetExceeded(budget_message(scope, period, budget, spent, amount), scope=scope.kind)
+
+    def _period(self, limits: Limits, now: datetime) -> Period:
+        if limits.budget_duration is None or limits.budget_reset_at is None:
+            return LIFETIME
+        cache_key = (limits.budget_duration, limits.budget_reset_at)
+        cached = self._periods.get(cache_key)
+        if cached is not None and cached.end is not None and cached.end > now:
+            return cached
+        period = budget_period(limits.budget_duration, limits.budget_reset_at, now)
+        if len(self._periods) >= MEMO_MAX:
+            self._periods.clear()
+        self._periods[cache_key] = period
+        return period
+
+    # ---- settle and release ---------------------------------------------------------------------
+
+    async def settle(self, ticket: Ticket, *, tokens: int | None, cost_usd: float | None) -> dict[str, str]:
+        """After the answer: the token reservation becomes ``tokens`` and the budget's worst case
+        ``cost_usd`` (within their window and period); an unknown figure (None) keeps its
+        reservation, never a made-up 0. Frees the parallel slot. Returns the ``x-ratelimit-*``
+        headers, remaining after this request. Once per ticket; never raises on a state error."""
+        if ticket is EMPTY_TICKET or not ticket._open:
+            return {}
+        ticket._open = False
+        cost = None if cost_usd is None or not math.isfinite(cost_usd) else max(0.0, cost_usd)
+        changes: dict[str, int] = {}
+        if tokens is not None:
+            changes["tpm"] = max(0, int(tokens))
+        if cost is not None:
+            changes["budget"] = micro(cost)
+        await self._apply(ticket.holds, lambda hold: changes[hold.kind] - hold.amount if hold.kind in changes else 0)
+        return limit_headers(ticket.holds)
+
+    async def release(self, ticket: Ticket) -> None:
+        """On a failure (no answer, no spend): give back every reservation and free the parallel slot.
+        Once per ticket; never raises on a state error."""
+        if ticket is EMPTY_TICKET or not ticket._open:
+            return
+        ticket._open = False
+        await self._give_back(ticket)
+
+    async def _give_back(self, ticket: Ticket) -> None:
+        await self._apply(ticket.holds, lambda hold: -hold.amount)
+        ticket.holds = []
+
+    async def _apply(self, holds: Iterable[Hold], delta_of: Callable[[Hold], int]) -> None:
+        """Each hold's window moved by ``delta_of(hold)``, every parallel slot freed."""
+        await self._move([(hold, -1 if hold.kind == "parallel" else delta_of(hold)) for hold in holds])
+
+    async def _move(self, changes: list[tuple[Hold, int]]) -> None:
+        """Apply each (hold, delta); a change to the shared state while it is away waits in ``_pending``
+        for its return (a window that ended meanwhile is left alone). Errors are logged, never raised."""
+        now = self._clock()
+        for hold, delta in changes:
+            if not delta:
+                continue
+            if not hold.local and self.shared_away:
+                self._defer(hold, delta)
+                continue
+            try:
+                if hold.kind == "parallel":
+                    await self._free_slot(hold)
+                elif now < hold.ends_at:
+                    store = self._store(hold.local)
+                    _, hold.total = await self._call(hold.local, store.window_add(hold.key, delta, hold.window_s))
+            except _SharedFailed:
+                self._defer(hold, delta)
+            except Exception:  # noqa: BLE001 - settle and release never raise to the caller
+                log.exception("admission: could not settle a %s reservation", hold.kind)
+
+    def _defer(self, hold: Hold, delta: int) -> None:
+        if len(self._pending) < PENDING_MAX:
+            self._pending.append((hold, delta))
+        else:
+            self._dropped += 1
+
+    def _flush_soon(self) -> None:
+        """The shared state answers again: apply what waited for it, in the background."""
+        if self._pending and (self._flusher is None or self._flusher.done()):
+            pending, self._pending = self._pending, []
+            self._flusher = asyncio.get_running_loop().create_task(self._move(pending), name="admission-flush")
+
+    async def close(self) -> None:
+        """At shutdown: apply what still waits for the shared state, if it answers."""
+        if not self.shared_away:
+            self._flush_soon()
+        if self._flusher is not None:
+            await self._flusher
+
+    async def _free_slot(self, hold: Hold) -> None:
+        key, store = hold.key, self._store(hold.local)
+        left = await self._call(hold.local, store.incr(key, -1, PARALLEL_TTL_S))
+        if left < 0:  # the key expired while the request ran: undo this -1, or one slot too many opens
+            left = await self._call(hold.local, store.incr(key, 1, PARALLEL_TTL_S))
+        hold.total = left
+
+
+# ---- the pieces ---------------------------------------------------------------------------------
+
+
+def rate_limited(limits: Limits) -> bool:
+    return limits.rpm_limit is not None or limits.tpm_limit is not None or limits.max_parallel_requests is not None
+
+
+def scopes_of(identity: Identity) -> list[Scope]:
+    """The key and its team, each that has a limit or a budget."""
+    scopes = []
+    key = identity.key_limits
+    if identity.key_hash is not None and (rate_limited(key) or key.max_budget is not None):
+        name = f"key '{identity.key_alias}'" if identity.key_alias else \
+            f"key {identity.key_prefix}" if identity.key_prefix else "this key"
+        scopes.append(Scope("key", identity.key_hash, name, key))
+    team = identity.team_limits
+    if identity.team_id is not None and team is not None and (rate_limited(team) or team.max_budget is not None):
+        scopes.append(Scope("team", identity.team_id, f"team '{identity.team_alias or identity.team_id}'", team))
+    return scopes
+
+
+def limit_headers(holds: Iterable[Hold]) -> dict[str, str]:
+    """``x-ratelimit-{limit,remaining}-{requests,tokens}`` of the tighter of key and team."""
+    tightest: dict[str, Hold] = {}
+    for hold in holds:
+        if hold.kind in ("rpm", "tpm"):
+            other = tightest.get(hold.kind)
+            if other is None or hold.limit - hold.total < other.limit - other.total:
+                tightest[hold.kind] = hold
+    headers: dict[str, str] = {}
+    for kind, unit in (("rpm", "requests"), ("tpm", "tokens")):
+        if (best := tightest.get(kind)) is not None:
+            headers[f"x-ratelimit-limit-{unit}"] = str(best.limit)
+            headers[f"x-ratelimit-remaining-{unit}"] = str(max(0, best.limit - best.total))
+    return headers
+
+
+def micro(usd: float) -> int:
+    """USD -> integer micro-dollars, rounded (spend, limits, true costs)."""
+    return min(MAX_MICRO, max(0, round(usd * MICRO)))
+
+
+def worst_micro(usd: float) -> int:
+    """A worst case -> micro-dollars, rounded up (a reservation never undercounts)."""
+    return min(MAX_MICRO, max(0, math.ceil(round(usd * MICRO, 6))))
+
+
+def usd(amount: int) -> str:
+    return f"${amount / MICRO:.6f}".rstrip("0").rstrip(".") if amount else "$0"
+
+
+def budget_message(scope: Scope, period: Period, budget: int, spent: int, amount: int) -> str:
+    resets = f"it resets at {period.end.isoformat()}" if period.end is not None else \
+        "it has no budget_duration and never resets"
+    request = f", this request up to {usd(amount)}" if amount else ""
+    return (f"Budget exceeded for {scope.name}: max_budget {usd(budget)}, spend {usd(spent)} (counting "
+            f"requests in flight){request}; {resets}.")
+
+
+LIFETIME = Period("life", None, None, LIFETIME_WINDOW_S)
+
+
+def _months(duration: Duration) -> int | None:
+    """Calendar months per period for ``mo`` and ``30d`` (resets on the 1st), else None."""
+    if duration.unit == "mo":
+        return duration.amount
+    return 1 if duration.unit == "d" and duration.amount == 30 else None
+
+
+def _previous(reset: datetime, duration: Duration) -> datetime:
+    months = _months(duration)
+    if months is not None:
+        return add_months(reset, -months)
+    if duration.unit == "w" or (duration.unit == "d" and duration.amount == 7):
+        return reset - timedelta(weeks=duration.amount if duration.unit == "w" else 1)
+    return reset - timedelta(seconds=duration.seconds or 0)
+
+
+def budget_period(duration_text: str, reset_at: datetime, now: datetime) -> Period:
+    """The budget period that holds ``now`` for a ``budget_duration`` and its ``budget_reset_at``.
+
+    Its counter's window is ``[0, end)``: ``window_add`` with ``window_s = end`` (epoch seconds) has
+    window ``floor(now / end) = 0`` until the period ends, then expires; the period's start in the
+    key keeps one period's counter apart from the next.
+    """
+    try:
+        duration = parse_duration(duration_text)
+    except DurationError:
+        return LIFETIME
+    end = reset_at.replace(tzinfo=UTC) if reset_at.tzinfo is None else reset_at
+    start = _previous(end, duration)
+    if end <= now:  # the reset job has not moved budget_reset_at yet: follow its chain to now
+        start, end = end, next_reset(duration, end)
+        if end <= now and _months(duration) is None:
+            step = next_reset(duration, end) - end  # from a boundary on, the chain is regular
+            skip = (now - end) // step
+            start, end = end + skip * step, end + (skip + 1) * step
+        while end <= now:
+            start, end = end, next_reset(duration, end)
+    return Period(str(math.floor(start.timestamp())), start, end, end.timestamp())
