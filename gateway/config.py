@@ -117,6 +117,10 @@ def _check_router(config: GatewayConfig) -> None:
         redis_url_from_config(config.general_settings, config.router_settings)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    failure = config.general_settings.get("limits_on_redis_failure")
+    if failure is not None and failure not in ("fail_open", "fail_closed"):
+        raise ConfigError("general_settings.limits_on_redis_failure: must be fail_open or fail_closed, "
+                          f"got {failure!r}")
     store = config.general_settings.get("store_content")
     if store is not None and store not in ("none", "digest", "full"):
         raise ConfigError(f"general_settings.store_content: must be none, digest or full, got {store!r}")

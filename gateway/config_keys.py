@@ -52,7 +52,8 @@ GENERAL_SETTINGS = frozenset({
     "allow_requests_on_db_unavailable", "pass_through_endpoints", "maximum_spend_logs_retention_period",
     "key_management_system", "key_management_settings", "use_x_forwarded_for", "user_header_name",
     "forward_client_headers_to_llm_api", "litellm_key_header_name", "service_account_settings",
-    "salt_key", "auto_migrate", "store_content",  # the gateway's own: key hashing, migrations, spend content
+    # the gateway's own: key hashing, migrations, spend content, limits while Redis is away
+    "salt_key", "auto_migrate", "store_content", "limits_on_redis_failure",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

@@ -102,3 +102,21 @@ def _builtin(provider: str, model: str | None) -> Price | None:
     if provider in FREE_PROVIDERS:
         return _FREE
     return BUILTIN_PRICES.get(f"{provider}/{model}")
+
+
+# A request's tokens are estimated at about 4 characters a token (providers/capabilities.py); a
+# worst case counts twice that, so a budget reservation is rarely smaller than the true cost.
+WORST_CASE_TOKEN_FACTOR = 2
+
+
+def worst_case_cost(estimated_tokens: int, deployments) -> float | None:
+    """What a request of about ``estimated_tokens`` input tokens may cost on the dearest of
+    ``deployments`` (None when one of them is unpriced: its cost cannot be bounded)."""
+    worst = 0.0
+    for dep in deployments:
+        price = price_for(dep)
+        if price is None:
+            return None
+        per_token = max(price.input, price.cache_write if price.cache_write is not None else 0.0)
+        worst = max(worst, estimated_tokens * WORST_CASE_TOKEN_FACTOR * per_token + price.output)
+    return worst

@@ -51,6 +51,7 @@ async def readiness(request: Request) -> JSONResponse:
             "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
             "local_models": "loaded" if loaded else "loading"}
     body["database"] = state.spend.status()
+    body["limits"] = state.admission.status()
     shared = state.shared.status()  # the router's state: memory, or Redis (degraded to memory while away)
     body["shared_state"] = shared
     if shared.get("degraded"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections import deque
@@ -30,6 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
+from gateway.admission import Admission, Ticket
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.body import (
     BodyError,
@@ -41,13 +43,14 @@ from gateway.body import (
     needs_thread,
     read_body_capped,
 )
-from gateway.cost import format_cost
+from gateway.cost import format_cost, worst_case_cost
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
 from gateway.router import DEADLINE_HEADER, Router, key_of
 from gateway.spendlog import SpendLog
 from providers.base import Deployment
+from providers.capabilities import estimate_tokens
 from translators import systemone as systemone_wire
 from translators.errors import BODY, MODEL, DecisionError, Loc, RequestInvalid, UpstreamError, Where
 from translators.ir import DecisionRequest, DecisionResult
@@ -59,6 +62,8 @@ log = logging.getLogger("gateway.pipeline")
 # request (400 questions of 255 choices, a zstd body inflating to megabytes) never stalls the loop.
 OFF_LOOP_BYTES = 64 * 1024
 REQUEST_LOG_SIZE = 256
+COLD_TOKEN_RATIO = 4.0  # before a group's first answer: one token per character (the estimate is 4 a token)
+TOKEN_MARGIN = 1.25
 # Client headers a provider may forward upstream (TypeSafe-Danger-Zone-*; the provider decides).
 FORWARDED_HEADER_PREFIXES = ("typesafe-danger-zone-",)
 
@@ -119,6 +124,8 @@ class RequestContext:
     extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
     client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
     client_gone: bool = False
+    ticket: Ticket | None = None  # what admit reserved (rate limits, budget), settled or released
+    estimated_tokens: int = 0  # the input's tokens as estimated before the call (capabilities)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,8 @@ class Pipeline:
         self.router = router or Router.in_memory(registry, upstream)
         self.auth: Authenticator | None = None  # set at start when the gateway has one (gateway/auth)
         self.spend: SpendLog | None = None  # set at start: the spend log's outbox and database
+        self.admission: Admission | None = None  # the keys' and teams' limits and budgets
+        self.token_ratios: dict[str, float] = {}  # model group -> largest counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
 
     @property
@@ -186,11 +195,25 @@ class Pipeline:
         finally:
             if ctx.client_watch is not None:
                 ctx.client_watch.cancel()
+            if ctx.ticket is not None and ctx.ticket.open and self.admission is not None:
+                await self.admission.release(ctx.ticket)  # no answer: every reservation given back
             record(self, ctx)
         return ctx
 
     async def close(self) -> None:
         self.heavy.close()
+
+    def worst_tokens(self, group: str, estimated: int) -> int:
+        """A bound on what the upstream will count for an input estimated at ``estimated`` tokens:
+        the estimate times the largest ratio of counted to estimated tokens seen for the group (a
+        provider's prompt template adds tokens the estimate cannot see), with a margin; before any
+        answer was seen, one token per character."""
+        ratio = self.token_ratios.get(group, COLD_TOKEN_RATIO)
+        return max(1, math.ceil(estimated * ratio * TOKEN_MARGIN))
+
+    def observe_tokens(self, group: str, ratio: float) -> None:
+        seen = self.token_ratios.get(group)
+        self.token_ratios[group] = ratio if seen is None else max(seen, ratio)
 
     def find(self, request_id: str) -> RequestRecord | None:
         for entry in reversed(self.request_log):
@@ -214,6 +237,38 @@ async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
     """403 when the key (or its team) may not use the requested model group."""
     if ctx.identity is not None and ctx.model_group is not None:
         check_model_allowed(ctx.identity, ctx.model_group)
+
+
+async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """The key's and its team's rate limits (rpm, tpm, parallel requests) and budget, counted
+    atomically in the shared state (Redis with several gateways): 429 with Retry-After over a
+    limit, 400 over a budget. The budget is reserved at the request's worst-case cost and settled to
+    the true cost after the answer."""
+    if pipeline.admission is None or ctx.identity is None or not ctx.identity.limited:
+        return
+    assert ctx.req is not None and ctx.model_group is not None
+    ctx.estimated_tokens = estimate_tokens(ctx.req)
+    tokens = pipeline.worst_tokens(ctx.model_group, ctx.estimated_tokens)
+    reachable = [dep for name in pipeline.router.reachable_groups(ctx.model_group)
+                 for dep in pipeline.registry.group(name)]
+    ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=tokens,
+                                                worst_cost_usd=worst_case_cost(tokens, reachable))
+    ctx.headers.update(ctx.ticket.headers)
+
+
+async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
+    """Reservations become the true figures (an unknown cost keeps the worst case, never $0);
+    the key's spend goes out in x-litellm-key-spend."""
+    if ctx.ticket is None or pipeline.admission is None:
+        return
+    usage = ctx.result.usage if ctx.result is not None else None
+    if usage is not None and usage.input_tokens and ctx.estimated_tokens and ctx.model_group is not None:
+        pipeline.observe_tokens(ctx.model_group, usage.input_tokens / ctx.estimated_tokens)
+    ctx.headers.update(await pipeline.admission.settle(
+        ctx.ticket, tokens=usage.total_tokens if usage else None, cost_usd=ctx.cost))
+    spent = ctx.identity.key_limits.spend if ctx.identity is not None else None
+    if spent is not None:
+        ctx.headers["x-litellm-key-spend"] = format_cost(float(spent) + (ctx.cost or 0.0))
 
 
 async def read(pipeline: Pipeline, ctx: RequestContext) -> None:
@@ -353,7 +408,8 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
     ))
 
 
-DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, route, render, encode)
+DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, admit, route, settle, render,
+                                    encode)
 IR_STEPS: tuple[Step, ...] = (parse, route, render)  # a body that is already JSON
 
 

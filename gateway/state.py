@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gateway.admission import Admission
 from gateway.auth.cache import KeyCache
 from gateway.auth.identity import Authenticator, Entry
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
@@ -26,7 +27,8 @@ from gateway.upstream import Upstream
 if TYPE_CHECKING:
     from gateway.db.engine import Database
 
-DB_START_WAIT_S = 10.0  # how long start-up waits for the database before serving without it
+DB_START_WAIT_S = 10.0
+REDIS_TIMEOUT_S = 2.0  # how long start-up waits for the database before serving without it
 
 
 def build_authenticator(general_settings: dict[str, Any], spend: SpendLog, shared: SharedState) -> Authenticator:
@@ -54,11 +56,16 @@ class GatewayState:
     warmup: asyncio.Future[Any] | None = None  # loading the local/ models at start-up
     spend: SpendLog = field(init=False)  # the outbox and the database (keys, teams, spend logs)
     auth: Authenticator = field(init=False)  # keys -> identities, shared by the pipeline and the admin API
+    admission: Admission = field(init=False)  # rate limits and budgets of keys and teams
 
     def __post_init__(self) -> None:
         config = self.config
         self.registry = ModelRegistry.from_config(config)
-        self.shared = state_from_settings(redis_url_from_config(config.general_settings, config.router_settings))
+        # Redis timeouts for a gateway under load: a busy event loop delays the answers it reads, and
+        # taking that for an outage would count limits per process exactly when they matter most. A
+        # Redis that is really away refuses connections at once and is failed over without waiting.
+        self.shared = state_from_settings(redis_url_from_config(config.general_settings, config.router_settings),
+                                          socket_timeout_s=REDIS_TIMEOUT_S, pool_timeout_s=REDIS_TIMEOUT_S)
         settings = router_settings_of(config)
         router = Router(self.registry, settings, Health(self.shared, disable_cooldowns=settings.disable_cooldowns),
                         self.upstream)
@@ -69,6 +76,10 @@ class GatewayState:
         self.pipeline.spend = self.spend
         self.auth = build_authenticator(config.general_settings, self.spend, self.shared)
         self.pipeline.auth = self.auth
+        failure = config.general_settings.get("limits_on_redis_failure")
+        self.admission = Admission(self.shared, on_redis_failure_rate_limits=failure or "fail_open",
+                                   on_redis_failure_budgets=failure or "fail_closed")
+        self.pipeline.admission = self.admission
 
     @property
     def db(self) -> Database | None:
@@ -83,6 +94,7 @@ class GatewayState:
         await self.pipeline.router.health.drain()
         await self.pipeline.close()
         await self.spend.close()
+        await self.admission.close()
         await self.shared.close()
 
     @property

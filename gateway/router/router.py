@@ -43,6 +43,7 @@ from translators.ir import DecisionRequest, DecisionResult
 INITIAL_RETRY_DELAY_S = 0.5  # LiteLLM's INITIAL_RETRY_DELAY and MAX_RETRY_DELAY
 MAX_RETRY_DELAY_S = 8.0
 DEADLINE_HEADER = "x-decisions-deadline-ms"
+MIN_ATTEMPT_S = 0.005  # an attempt is not started with less time than this left before the deadline
 Able = list[tuple[Deployment, Limits]]  # the deployments that can take a request, with their limits
 _BACKOFF = tenacity.wait_exponential_jitter(multiplier=INITIAL_RETRY_DELAY_S, max=MAX_RETRY_DELAY_S)
 
@@ -95,6 +96,14 @@ class Router:
         settings = settings or router_settings({"num_retries": 0, "disable_cooldowns": True}, {},
                                                {name: registry.group(name) for name in registry.names})
         return cls(registry, settings, Health(MemoryState(), disable_cooldowns=settings.disable_cooldowns), upstream)
+
+    def reachable_groups(self, group: str) -> list[str]:
+        """The group and every group a request to it may end up in (fallbacks, capacity fallbacks)."""
+        group_policy = self.settings.policy(group)
+        names = [group, *group_policy.fallbacks[: self.settings.max_fallbacks]]
+        for name in list(names):
+            names.extend(self.settings.policy(name).capacity_fallbacks)
+        return list(dict.fromkeys(names))
 
     # ---- the request ------------------------------------------------------------------------------
 
@@ -199,8 +208,8 @@ class Router:
             nxt = await self._pick(group_policy, able, chunk, excluded=tried, tally=tally)
             if any(nxt is dep_tried for dep_tried in tried):
                 delay = max(_BACKOFF(state), policy.retry_after_s(err) or 0.0)
-                if deadline is not None:
-                    delay = min(delay, max(0.0, deadline - time.monotonic()))
+                if deadline is not None and delay >= deadline - time.monotonic() - MIN_ATTEMPT_S:
+                    raise TimeoutError  # no try could start before the deadline: 504 now, not at the deadline
                 await asyncio.sleep(delay)
             tally.retries += 1
             try:
@@ -254,7 +263,7 @@ class Router:
                     deadline: float | None) -> DecisionResult:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= MIN_ATTEMPT_S:
                 raise TimeoutError  # the deadline wrapper turns it into the 504
             if left < dep.timeout:
                 dep = replace(dep, timeout=left)
