@@ -77,6 +77,16 @@ def run_backend(argv: list[str]) -> int:
     return int(backend_cli.main(argv) or 0)
 
 
+def access_line(config: GatewayConfig) -> str:
+    """Who may call: every route needs a key when a master key is set; otherwise every route is open."""
+    from gateway.auth.keys import master_key_of
+
+    if master_key_of(config.general_settings, os.environ):
+        return "decisions-gateway: a master key is set: every route needs a key"
+    return ("decisions-gateway: no master key (general_settings.master_key or DECISIONS_GATEWAY_MASTER_KEY): "
+            "every route is open")
+
+
 def loaded_line(config: GatewayConfig) -> str:
     from gateway.registry import ModelRegistry
 
@@ -100,6 +110,7 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
                 print(f"decisions-gateway listening on {where}", flush=True)
 
     print(loaded_line(config), flush=True)
+    print(access_line(config), flush=True)
     server = AnnouncingServer(uvicorn_config(create_app(config), config.limits, host=args.host, port=args.port,
                                              log_level=args.log_level))
     server.run()
@@ -114,6 +125,7 @@ def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
     if args.config:
         os.environ[CONFIG_ENV] = os.path.abspath(args.config)
     print(loaded_line(config), flush=True)
+    print(access_line(config), flush=True)
     print(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} "
           f"with {args.workers} workers", flush=True)
     from gateway.http_protocol import HEADER_TIMEOUT_ENV

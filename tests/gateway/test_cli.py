@@ -99,6 +99,7 @@ def test_a_real_start_prints_where_it_listens_and_the_model_count(tmp_path):
     try:
         loaded = running.wait_for(r"loaded (\d+) models \((\d+) deployments\)")
         assert loaded.groups() == ("2", "3")
+        running.wait_for(r"no master key .*: every route is open")
         port = int(running.wait_for(r"listening on http://127\.0\.0\.1:(\d+)").group(1))
         ready = httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=10)
         assert ready.status_code == 200 and ready.json()["models"] == 2
