@@ -1,7 +1,7 @@
 """Gateway overhead benchmark: what the gateway adds on top of a zero-delay upstream.
 
     python -m bench.gateway [--requests 500] [--concurrent-requests 3000] [--concurrency 32]
-                            [--timeout 300] [--no-pin] [--no-write]
+                            [--timeout 300] [--no-pin] [--auth] [--no-write]
 
 Three processes on 127.0.0.1: a zero-delay upstream (a small aiohttp app answering TypeSafe's
 ``POST /v1/systemone`` and OpenAI's ``POST /v1/decisions`` with valid answers precomputed per question),
@@ -151,6 +151,7 @@ class Case:
     total: int
     direct: str | None = None  # the upstream case this one is compared with
     paired: list[float] = field(default_factory=list)  # direct calls interleaved with this case's (concurrency 1)
+    key: str = "bench-client"  # the Authorization bearer (a virtual key with --auth)
     latencies: list[float] = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
@@ -195,7 +196,7 @@ async def drive(session, base: str, case: Case, total: int, deadline: float, rec
     import aiohttp
 
     url = base + case.path
-    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench-client"}
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {case.key}"}
     remaining = total
     checked = False
 
@@ -308,9 +309,32 @@ def _pinned_to(cores: set[int] | None):
     return lambda: os.sched_setaffinity(0, cores)
 
 
+MASTER_KEY = "sk-bench-master-key"
+AUTH_SECTION = "## Gateway overhead with keys, limits and spend logs"
+
+
+def auth_settings(tmp: str) -> dict:
+    """Master key, Redis on loopback, the spend log in a SQLite file of the run's own."""
+    return {"master_key": MASTER_KEY, "redis_url": "redis://127.0.0.1:6379/14",
+            "database_url": f"sqlite:///{tmp}/spend.db"}
+
+
+def virtual_key(base: str) -> str:
+    """A virtual key with an rpm limit and a budget (high enough never to refuse the run)."""
+    import urllib.request
+
+    body = json.dumps({"key_alias": f"bench-{os.getpid()}", "rpm_limit": 1_000_000, "max_budget": 1_000_000.0})
+    request = urllib.request.Request(f"{base}/key/generate", data=body.encode(), method="POST", headers={
+        "Authorization": f"Bearer {MASTER_KEY}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["key"]
+
+
 def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, timeout: float = 300.0,
-        warmup: int = 50, pin: bool = True) -> Results:
-    """Start the upstream and the gateway, run every case, read the gateway's RSS, stop both."""
+        warmup: int = 50, pin: bool = True, auth: bool = False) -> Results:
+    """Start the upstream and the gateway, run every case, read the gateway's RSS, stop both.
+    With ``auth``: a master key, one virtual key with an rpm limit and a budget, Redis on loopback
+    and spend logging to SQLite."""
     hard_deadline = time.monotonic() + timeout
     pins = pinning(pin)
     gateway_cores, other_cores = pins if pins else (None, None)
@@ -320,7 +344,7 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
         "load_start": os.getloadavg(), "sequential": sequential, "concurrent": concurrent,
         "concurrency": concurrency, "warmup": warmup, "timeout": timeout,
         "pinned": f"gateway on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
-        if gateway_cores and other_cores else "",
+        if gateway_cores and other_cores else "", "auth": auth,
     }
     if other_cores:
         os.sched_setaffinity(0, other_cores)
@@ -335,7 +359,10 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
             wait_for_port(upstream_port, upstream, min(hard_deadline, time.monotonic() + 30))
 
             config = Path(tmp) / "gateway.yaml"
-            config.write_text(json.dumps(gateway_config(upstream_port), indent=2))  # JSON is YAML
+            settings = gateway_config(upstream_port)
+            if auth:
+                settings["general_settings"] = auth_settings(tmp)
+            config.write_text(json.dumps(settings, indent=2))  # JSON is YAML
             gateway_port = free_port()
             gateway_base = f"http://{HOST}:{gateway_port}"
             started = time.monotonic()
@@ -344,12 +371,17 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
                     gateway_command() + ["--config", str(config), "--host", HOST, "--port", str(gateway_port),
                                          "--workers", "1", "--log-level", "warning"],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp,
-                    preexec_fn=_pinned_to(gateway_cores))
+                    env={**os.environ, "DECISIONS_GATEWAY_DATA_DIR": tmp}, preexec_fn=_pinned_to(gateway_cores))
             wait_for_http(f"{gateway_base}/health/readiness", gateway,
                           min(hard_deadline, time.monotonic() + 60), log_path)
             env["gateway_ready_s"] = time.monotonic() - started
             env["rss_ready_mib"] = rss_mib(gateway.pid)[0]
 
+            if auth:
+                key = virtual_key(gateway_base)
+                for case in cases:
+                    if case.target == "gateway":
+                        case.key = key
             bases = {"upstream": f"http://{HOST}:{upstream_port}", "gateway": gateway_base}
             by_name = {(c.name, c.concurrency): c for c in cases}
             for case in cases:
@@ -446,8 +478,12 @@ def section(results: Results) -> str:
                  f"| +{LITELLM['added_p50_ms']} ms |")
     rps_row = (f"| requests/s at concurrency {env['concurrency']}, `/v1/systemone` -> typesafe | {head['rps']:,.1f} "
                f"| {LITELLM['rps_32']} |")
+    if env.get("auth"):
+        method += (" **With keys, limits and spend logs**: the gateway runs with a master key, every request "
+                   "carries one virtual key with an `rpm_limit` and a `max_budget` (counted in Redis on 127.0.0.1), "
+                   "and each call's spend row goes to the durable outbox and a SQLite spend log.")
     lines = [
-        SECTION, "", method, "", *table_rows(results), "", process, "",
+        AUTH_SECTION if env.get("auth") else SECTION, "", method, "", *table_rows(results), "", process, "",
         "| against LiteLLM (litellm-reference.md section 12, same kind of 2-vCPU machine) | this gateway | LiteLLM |",
         "|---|---:|---:|",
         added_row,
@@ -458,9 +494,10 @@ def section(results: Results) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str, doc: Path | None = None) -> None:
-    """Replace the "Gateway overhead" section of ``doc`` (append it when absent); keep the rest."""
-    replace_section(doc or DOC, SECTION, text)
+def write_section(text: str, doc: Path | None = None, auth: bool = False) -> None:
+    """Replace the "Gateway overhead" section of ``doc`` (or the one with keys, limits and spend logs;
+    appended when absent); keep the rest."""
+    replace_section(doc or DOC, AUTH_SECTION if auth else SECTION, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,10 +508,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50, help="unrecorded requests before each case")
     parser.add_argument("--timeout", type=float, default=300.0, help="hard limit for the whole run, seconds")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the gateway and the load to separate cores")
+    parser.add_argument("--auth", action="store_true",
+                        help="master key + a virtual key with limits + Redis + spend logging")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
     results = run(args.requests, args.concurrent_requests, args.concurrency, args.timeout, args.warmup,
-                  pin=not args.no_pin)
+                  pin=not args.no_pin, auth=args.auth)
     text = section(results)
     print(text)
     for case in results.cases:
@@ -482,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"first error in {case.name!r} (concurrency {case.concurrency}): {case.first_error}",
                   file=sys.stderr)
     if not args.no_write:
-        write_section(text)
+        write_section(text, auth=args.auth)
     return 1 if any(c.errors for c in results.cases) else 0
 
 
