@@ -21,6 +21,7 @@ LITELLM_PARAMS = frozenset({
     "model", "api_key", "api_base", "api_version", "timeout", "stream_timeout", "max_retries",
     "input_cost_per_token", "output_cost_per_token", "input_cost_per_second", "output_cost_per_second",
     "cache_read_input_token_cost", "cache_creation_input_token_cost", "input_cost_per_query",
+    "cost_per_request",
     "rpm", "tpm", "max_parallel_requests", "weight", "order", "organization", "custom_llm_provider",
     "region_name", "headers", "extra_headers", "drop_params", "additional_drop_params", "tags",
     "litellm_credential_name", "use_in_pass_through", "mock_response", "budget_duration", "max_budget",

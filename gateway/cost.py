@@ -1,12 +1,17 @@
 """The price of one decision call in USD, sent as ``x-decisions-response-cost``.
 
 cost = (input - cached - cache_write) x input price + cached x cache-read price
-       + cache_write x cache-write price + output x output price
+       + cache_write x cache-write price + output x output price + per-request price
 
 A provider-reported price (OpenRouter's ``usage.cost``) wins. Prices come from the deployment
 (``input_cost_per_token``, ``output_cost_per_token``, ``cache_read_input_token_cost``,
 ``cache_creation_input_token_cost`` in ``litellm_params``) and otherwise from the small built-in
 table below (LiteLLM's bundled map for decision models; decisions output is free).
+
+A per-request price comes from ``litellm_params.cost_per_request`` (or LiteLLM's
+``input_cost_per_query``; a non-negative number) or from a built-in row's ``per_request``. It is added
+once per upstream call, which is how providers bill: a request the router splits into several chunks
+pays it once per chunk (the router sums ``response_cost`` over the chunks).
 
 A cost is never made up: a model with no price anywhere, or an upstream that reported no token
 counts, has an unknown cost (``None``), and the header is left out rather than saying $0.
@@ -14,7 +19,9 @@ counts, has an unknown cost (``None``), and the header is left out rather than s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from providers.base import Deployment
 from translators.ir import Usage
@@ -26,6 +33,9 @@ class Price:
     output: float = 0.0  # USD per output token
     cache_read: float | None = None  # None: cached tokens cost the input price
     cache_write: float | None = None  # None: cache writes cost the input price
+    per_request: float = 0.0  # USD per upstream call, whatever its tokens
+    # (threshold, price): a call with more input tokens than the threshold is priced wholly at that price
+    long_context: tuple[int, Price] | None = None
 
 
 _JEV = Price(input=4.2e-8)
@@ -35,7 +45,9 @@ _FREE = Price()
 
 # provider/model -> price (litellm-reference.md section 7.2).
 BUILTIN_PRICES: dict[str, Price] = {
-    "openai/gpt-6-luna": Price(input=1e-7, output=0.0, cache_read=1e-8, cache_write=1.25e-7),
+    # 7.2: above 272k input tokens: input 2e-7, cache read 2e-8, cache write 2.5e-7 (decisions output 0).
+    "openai/gpt-6-luna": Price(input=1e-7, output=0.0, cache_read=1e-8, cache_write=1.25e-7,
+                               long_context=(272_000, Price(input=2e-7, cache_read=2e-8, cache_write=2.5e-7))),
     **{f"typesafe/{m}": _JEV for m in ("jev-1.13.0", "jev-1.14.0", "jev-latest", "jev-preview")},
     **{f"perplexity/{m}": _PPLX for m in ("pplx-decider-v1-27b", "pplx-decider-v1.1-27b", "pplx-decider-v1.2",
                                           "pplx-decider-latest")},
@@ -51,49 +63,82 @@ BUILTIN_PRICES: dict[str, Price] = {
     "fireworks_ai/rune": Price(input=4.2e-8, cache_read=8.4e-9),
     "azure_ai/Microsoft-Decision-1": Price(input=4.2e-8),
     "databricks/databricks-openjev-qwen35-4b": Price(input=4.2e-8),
+    # 7.1 and 7.2 "Others", section 6 parallel_ai row: $0.001 per query (no provider here yet).
+    "parallel_ai/decision": Price(per_request=1e-3),
 }
+# Not priced, as in the spec: openrouter/* (OpenRouter reports usage.cost; 7.2 "not in map"),
+# eu_jev/eu-jeff-*, nace/drex-* and baseten/* (7.2 gives no model names, or only a range).
 
 # Providers that are free whatever the model (self-hosted or bundled).
 FREE_PROVIDERS = frozenset({"local", "strands_decider", "laya", "bespoke", "nimble", "sglang", "max"})
 
 
 def price_for(dep: Deployment, response_model: str | None = None) -> Price | None:
-    """The deployment's configured prices over the built-in row for provider/<model>; None if unpriced."""
+    """The deployment's configured prices over the built-in row for provider/<model>; None if unpriced
+    (or if the deployment's per-request price is not a non-negative number: a cost is never made up)."""
     base = _builtin(dep.provider, response_model) or _builtin(dep.provider, dep.model)
-    if base is None and dep.input_cost_per_token is None:
+    try:
+        per_request = _per_request(dep)
+    except (TypeError, ValueError):
+        return None
+    if base is None and dep.input_cost_per_token is None and per_request is None:
         return None
     base = base or _FREE
-    overrides = {}
+    overrides: dict[str, Any] = {}
     if dep.input_cost_per_token is not None:
         overrides["input"] = float(dep.input_cost_per_token)
+        if per_request is None:
+            per_request = 0.0  # 7.1: a per-query price applies unless token prices are set
     if dep.output_cost_per_token is not None:
         overrides["output"] = float(dep.output_cost_per_token)
     if dep.params.get("cache_read_input_token_cost") is not None:
         overrides["cache_read"] = float(dep.params["cache_read_input_token_cost"])
     if dep.params.get("cache_creation_input_token_cost") is not None:
         overrides["cache_write"] = float(dep.params["cache_creation_input_token_cost"])
+    if overrides:
+        overrides["long_context"] = None  # the deployment's own token prices replace the built-in tier
+    if per_request is not None:
+        overrides["per_request"] = per_request
     return replace(base, **overrides) if overrides else base
 
 
 def response_cost(usage: Usage, dep: Deployment, response_model: str | None = None) -> float | None:
-    """USD for one call, or None when it is unknown (no price, or no token counts from the upstream)."""
+    """USD for one upstream call, or None when it is unknown (no price, or no token counts from the
+    upstream). The per-request price is added once per call: a request the router splits into chunks
+    pays it once per chunk, as providers bill. A provider-reported cost wins over every price."""
     if usage.cost is not None:
         return float(usage.cost)
     price = price_for(dep, response_model)
     if price is None or usage.input_tokens is None:
         return None
+    if price.long_context is not None and usage.input_tokens > price.long_context[0]:
+        price = replace(price.long_context[1], per_request=price.per_request)
     cached = usage.cached_tokens or 0
     written = usage.cache_write_tokens or 0
     fresh = max((usage.input_tokens or 0) - cached - written, 0)
     cache_read = price.input if price.cache_read is None else price.cache_read
     cache_write = price.input if price.cache_write is None else price.cache_write
     return (fresh * price.input + cached * cache_read + written * cache_write
-            + (usage.output_tokens or 0) * price.output)
+            + (usage.output_tokens or 0) * price.output + price.per_request)
 
 
 def format_cost(cost: float) -> str:
     """Header text: shortest exact repr, e.g. ``8.2e-05`` or ``0.0``."""
     return repr(float(cost))
+
+
+def _per_request(dep: Deployment) -> float | None:
+    """``cost_per_request`` (else ``input_cost_per_query``) from litellm_params; None when neither is
+    set; TypeError or ValueError when it is not a non-negative finite number."""
+    for key in ("cost_per_request", "input_cost_per_query"):
+        value = dep.params.get(key)
+        if value is None:
+            continue
+        number = float("nan") if isinstance(value, bool) else float(value)
+        if not (math.isfinite(number) and number >= 0):
+            raise ValueError(f"litellm_params.{key} must be a non-negative number, got {value!r}")
+        return number
+    return None
 
 
 def _builtin(provider: str, model: str | None) -> Price | None:
@@ -117,6 +162,9 @@ def worst_case_cost(estimated_tokens: int, deployments) -> float | None:
         price = price_for(dep)
         if price is None:
             return None
+        tokens = estimated_tokens * WORST_CASE_TOKEN_FACTOR
+        if price.long_context is not None and tokens > price.long_context[0]:
+            price = replace(price.long_context[1], per_request=price.per_request)
         per_token = max(price.input, price.cache_write if price.cache_write is not None else 0.0)
-        worst = max(worst, estimated_tokens * WORST_CASE_TOKEN_FACTOR * per_token + price.output)
+        worst = max(worst, tokens * per_token + price.output + price.per_request)
     return worst
