@@ -220,6 +220,7 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
     if typed["timeout"] is None:
         typed["timeout"] = _optional(router, "timeout", float, "router_settings") or 60.0
     _check_ranges(typed, where)
+    _check_per_request_price(params, where)
     check_api_base(typed["api_base"], f"{where}.litellm_params.api_base")
     rest = {k: v for k, v in params.items() if k not in typed and k != "model"}
     dep = Deployment(
@@ -245,6 +246,18 @@ def _check_ranges(typed: dict, where: str) -> None:
     for key in ("input_cost_per_token", "output_cost_per_token", "rpm", "tpm"):
         if typed[key] is not None and typed[key] < 0:
             raise ConfigError(f"{where}.litellm_params.{key}: must not be negative, got {typed[key]!r}")
+
+
+def _check_per_request_price(params: dict, where: str) -> None:
+    """``cost_per_request`` (and LiteLLM's ``input_cost_per_query``): a finite number, not negative."""
+    import math
+
+    for key in ("cost_per_request", "input_cost_per_query"):
+        value = params.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{where}.litellm_params.{key}: must be a non-negative number of USD, got {value!r}")
 
 
 def _split_model(model: str, where: str) -> tuple[str, str]:

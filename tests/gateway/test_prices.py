@@ -112,3 +112,13 @@ def test_config_accepts_cost_per_request_into_deployment_params():
     (d,) = config.deployments
     assert d.params["cost_per_request"] == 0.003
     assert response_cost(Usage(input_tokens=0, output_tokens=0), d) == pytest.approx(0.003)
+
+
+@pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), True, "0.01"])
+def test_an_unusable_per_request_price_stops_the_start(value):
+    from gateway.config import ConfigError, build_config
+
+    with pytest.raises(ConfigError) as caught:
+        build_config({"model_list": [{"model_name": "jev", "litellm_params": {
+            "model": "typesafe/jev-latest", "api_key": "k", "cost_per_request": value}}]}, {})
+    assert "cost_per_request" in str(caught.value)
