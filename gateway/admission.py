@@ -265,20 +265,26 @@ class Admission:
             now = self._clock()
             rate_local = local and self._local_or_refuse(self.rate_policy, "rate_limits",
                                                          any(rate_limited(s.limits) for s in scopes))
+            budgeted = [s for s in scopes if s.limits.max_budget is not None]
+            budget_local = bool(budgeted) and local and self._local_or_refuse(self.budget_policy, "budgets", True)
+            checks: list[Awaitable[None]] = []
             for scope in scopes:
                 if scope.limits.rpm_limit is not None:
-                    await self._window(ticket, "rpm", scope, 1, scope.limits.rpm_limit, rate_local, now)
+                    checks.append(self._window(ticket, "rpm", scope, 1, scope.limits.rpm_limit, rate_local, now))
             for scope in scopes:
                 if (limit := scope.limits.tpm_limit) is not None:
-                    await self._window(ticket, "tpm", scope, min(ticket.tokens, limit), limit, rate_local, now)
+                    checks.append(self._window(ticket, "tpm", scope, min(ticket.tokens, limit), limit, rate_local,
+                                               now))
             for scope in scopes:
                 if scope.limits.max_parallel_requests is not None:
-                    await self._parallel(ticket, scope, scope.limits.max_parallel_requests, rate_local, now)
-            budgeted = [s for s in scopes if s.limits.max_budget is not None]
-            if budgeted:
-                budget_local = local and self._local_or_refuse(self.budget_policy, "budgets", True)
-                for scope in budgeted:
-                    await self._budget(ticket, scope, budget_local, now)
+                    checks.append(self._parallel(ticket, scope, scope.limits.max_parallel_requests, rate_local, now))
+            checks.extend(self._budget(ticket, scope, budget_local, now) for scope in budgeted)
+            # Each check is one atomic operation of its own, so they run at once: one round trip to
+            # Redis instead of one per check. A refusal of any gives back what the others reserved.
+            outcomes = await asyncio.gather(*checks, return_exceptions=True)
+            failures = [o for o in outcomes if isinstance(o, BaseException)]
+            if failures:
+                raise next((f for f in failures if isinstance(f, (_SharedFailed, LimitsUnavailable))), failures[0])
         except BaseException:
             await self._give_back(ticket)
             raise

@@ -162,6 +162,7 @@ class Pipeline:
         self.auth: Authenticator | None = None  # set at start when the gateway has one (gateway/auth)
         self.spend: SpendLog | None = None  # set at start: the spend log's outbox and database
         self.admission: Admission | None = None  # the keys' and teams' limits and budgets
+        self._background: set[asyncio.Future[Any]] = set()
         self.token_ratios: dict[str, float] = {}  # model group -> largest counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
 
@@ -201,7 +202,15 @@ class Pipeline:
         return ctx
 
     async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
         self.heavy.close()
+
+    def background(self, work: Awaitable[Any]) -> None:
+        """Run ``work`` behind the response, keeping a reference until it is done."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def worst_tokens(self, group: str, estimated: int) -> int:
         """A bound on what the upstream will count for an input estimated at ``estimated`` tokens:
@@ -264,8 +273,11 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
     usage = ctx.result.usage if ctx.result is not None else None
     if usage is not None and usage.input_tokens and ctx.estimated_tokens and ctx.model_group is not None:
         pipeline.observe_tokens(ctx.model_group, usage.input_tokens / ctx.estimated_tokens)
-    ctx.headers.update(await pipeline.admission.settle(
-        ctx.ticket, tokens=usage.total_tokens if usage else None, cost_usd=ctx.cost))
+    # Behind the response: the reservation only gets smaller (or stays, for an unknown cost), so the
+    # caller need not wait for it; the x-ratelimit-* headers are the ones admit counted.
+    pipeline.background(pipeline.admission.settle(ctx.ticket, tokens=usage.total_tokens if usage else None,
+                                                  cost_usd=ctx.cost))
+    ctx.ticket = None  # settling owns it now: the run's end does not release it
     spent = ctx.identity.key_limits.spend if ctx.identity is not None else None
     if spent is not None:
         ctx.headers["x-litellm-key-spend"] = format_cost(float(spent) + (ctx.cost or 0.0))
