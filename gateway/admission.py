@@ -7,8 +7,8 @@ everything back. The master key and an open gateway (``identity.limited`` False)
 without any limit, cost nothing: the shared ``EMPTY_TICKET``, no state call.
 
 What is checked, for the key and for its team, each that has the limit (one atomic shared-state
-operation a check; when a later check refuses, the earlier reservations of the request are given
-back with a negative ``window_add`` / an ``incr -1``):
+operation a check, all of a request's checks at once; when one refuses, the reservations the others
+made are given back with a negative ``window_add`` / an ``incr -1``):
 
 - ``rpm_limit``: requests in the current **fixed** one-minute window (``floor(now / 60)``; all
   processes share it, it starts afresh at 0 on each minute, it does not slide). Refused: 429 with
@@ -260,7 +260,7 @@ class Admission:
         return ticket
 
     async def _reserve(self, ticket: Ticket, scopes: list[Scope], *, local: bool) -> None:
-        """Every check in turn; on a refusal (or a failure) give back what was reserved and raise."""
+        """Every check at once; on a refusal (or a failure) give back what was reserved and raise."""
         try:
             now = self._clock()
             rate_local = local and self._local_or_refuse(self.rate_policy, "rate_limits",
