@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 import redis.asyncio as aioredis
 
-from bench.docs_section import replace_section
+from bench.docs_section import machine_env, replace_section
 from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
 from gateway.admission import Admission
 from gateway.auth.identity import Identity, Limits
@@ -79,12 +76,7 @@ async def measure(backend: str, admission: Admission, n: int, warmup: int) -> li
 
 async def run_async(n: int, warmup: int, redis_url: str) -> Results:
     prefix = f"bench:admission:{uuid.uuid4().hex}:"
-    env = {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "machine": platform.machine(), "cpus": os.cpu_count(), "redis_py": redis.__version__,
-        "calls": n, "warmup": warmup, "load_start": os.getloadavg(),
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+    env = machine_env(redis_py=redis.__version__, calls=n, warmup=warmup)
     cases: list[Timing] = []
     memory = MemoryState()
     cases += await measure("memory", Admission(memory, prefix=prefix), n, warmup)

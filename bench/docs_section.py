@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import time
 from pathlib import Path
+from typing import Any
+
+
+def machine_env(**extra: Any) -> dict[str, Any]:
+    """What every benchmark records about the run: Python, machine, CPUs, the load at the start, the date."""
+    return {"python": f"{platform.python_implementation()} {platform.python_version()}",
+            "machine": platform.machine(), "cpus": os.cpu_count(), "load_start": os.getloadavg(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **extra}
 
 
 def replace_section(doc: Path, heading: str, text: str) -> None:

@@ -29,9 +29,7 @@ import asyncio
 import json
 import math
 import os
-import platform
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,7 +37,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.docs_section import replace_section
+from bench.docs_section import machine_env, replace_section
+from bench.processes import free_port, log_tail, pinned_to, pinning, rss_mib, stop, wait_for_http, wait_for_port
 from bench.zero_delay_upstream import S1_QUESTIONS, openai_body, systemone_body
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,50 +52,6 @@ LITELLM = {"added_p50_ms": 14.5, "rps_32": 83.8, "rss_mb": 413}
 
 
 # ---- processes --------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_http(url: str, proc: subprocess.Popen[bytes], deadline: float, log_path: Path | None = None) -> None:
-    """Poll ``url`` until it answers 200; fail early if the process exits."""
-    import urllib.error
-    import urllib.request
-
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            args = proc.args
-            program = os.fsdecode(args if isinstance(args, (str, bytes, os.PathLike)) else args[0])
-            raise RuntimeError(f"{program} exited with {proc.returncode} before it served:\n{_tail(log_path)}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not answer in time:\n{_tail(log_path)}")
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the upstream exited with {proc.returncode}")
-        try:
-            with socket.create_connection((HOST, port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the upstream did not start in time")
-
-
-def _tail(path: Path | None, chars: int = 3000) -> str:
-    if path is None or not path.exists():
-        return ""
-    return path.read_text(errors="replace")[-chars:]
 
 
 def gateway_command() -> list[str]:
@@ -115,27 +70,6 @@ def gateway_config(upstream_port: int) -> dict:
         {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna", "api_key": UPSTREAM_KEY,
                                                    "api_base": base, "timeout": 10}},
     ]}
-
-
-def stop(proc: subprocess.Popen | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    """(VmRSS, VmHWM) of a process in MiB, from /proc/<pid>/status."""
-    values = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, rest = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            values[name] = int(rest.split()[0]) / 1024.0  # kB
-    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
 
 
 # ---- the load client --------------------------------------------------------------------------
@@ -294,21 +228,6 @@ class Results:
     env: dict
 
 
-def pinning(enabled: bool) -> tuple[set[int], set[int]] | None:
-    """(the gateway's cores, the upstream's and the client's cores), or None when not pinning."""
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if not enabled or len(cores) < 2:
-        return None
-    return {cores[0]}, {cores[1]}
-
-
-def _pinned_to(cores: set[int] | None):
-    """A ``preexec_fn`` that pins the child (and every thread it starts) to ``cores``."""
-    if cores is None:
-        return None
-    return lambda: os.sched_setaffinity(0, cores)
-
-
 MASTER_KEY = "sk-bench-master-key"
 AUTH_SECTION = "## Gateway overhead with keys, limits and spend logs"
 
@@ -338,14 +257,12 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
     hard_deadline = time.monotonic() + timeout
     pins = pinning(pin)
     gateway_cores, other_cores = pins if pins else (None, None)
-    env = {
-        "cpus": os.cpu_count(), "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "machine": platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_start": os.getloadavg(), "sequential": sequential, "concurrent": concurrent,
+    env = machine_env(**{
+        "sequential": sequential, "concurrent": concurrent,
         "concurrency": concurrency, "warmup": warmup, "timeout": timeout,
         "pinned": f"gateway on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
         if gateway_cores and other_cores else "", "auth": auth,
-    }
+    })
     if other_cores:
         os.sched_setaffinity(0, other_cores)
     cases = make_cases(sequential, concurrent, concurrency)
@@ -355,7 +272,7 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
         try:
             upstream_port = free_port()
             upstream = subprocess.Popen([sys.executable, "-m", "bench.zero_delay_upstream", str(upstream_port)],
-                                        cwd=ROOT, stdin=subprocess.DEVNULL, preexec_fn=_pinned_to(other_cores))
+                                        cwd=ROOT, stdin=subprocess.DEVNULL, preexec_fn=pinned_to(other_cores))
             wait_for_port(upstream_port, upstream, min(hard_deadline, time.monotonic() + 30))
 
             config = Path(tmp) / "gateway.yaml"
@@ -371,7 +288,7 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
                     gateway_command() + ["--config", str(config), "--host", HOST, "--port", str(gateway_port),
                                          "--workers", "1", "--log-level", "warning"],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp,
-                    env={**os.environ, "DECISIONS_GATEWAY_DATA_DIR": tmp}, preexec_fn=_pinned_to(gateway_cores))
+                    env={**os.environ, "DECISIONS_GATEWAY_DATA_DIR": tmp}, preexec_fn=pinned_to(gateway_cores))
             wait_for_http(f"{gateway_base}/health/readiness", gateway,
                           min(hard_deadline, time.monotonic() + 60), log_path)
             env["gateway_ready_s"] = time.monotonic() - started
@@ -389,7 +306,7 @@ def run(sequential: int = 500, concurrent: int = 3000, concurrency: int = 32, ti
                 asyncio.run(run_case(bases[case.target], case, hard_deadline, warmup, direct, bases["upstream"]))
             env["rss_after_mib"], env["rss_peak_mib"] = rss_mib(gateway.pid)
             env["gateway_alive"] = gateway.poll() is None
-            env["gateway_log"] = _tail(log_path, 2000)
+            env["gateway_log"] = log_tail(log_path, 2000)
         finally:
             stop(gateway)
             stop(upstream)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import os
-import platform
 import shutil
 import sqlite3
 import tempfile
@@ -33,7 +31,7 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bench.docs_section import replace_section
+from bench.docs_section import machine_env, replace_section
 from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
 from gateway.db.engine import async_url, open_database
 from gateway.db.outbox import SpendOutbox, encode_row
@@ -151,13 +149,8 @@ async def drop_pg_database(server: str, name: str) -> None:
 def run(rows: int = 20000, full_rows: int = 2000, warmup: int = 500, pg_url: str | None = PG_URL,
         base_dir: str | None = None) -> Results:
     tmp = Path(tempfile.mkdtemp(prefix="dg-bench-outbox-", dir=base_dir))
-    env: dict[str, Any] = {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "machine": platform.machine(), "cpus": os.cpu_count(), "sqlite": sqlite3.sqlite_version,
-        "sqlalchemy": sqlalchemy.__version__, "rows": rows, "full_rows": full_rows, "warmup": warmup,
-        "load_start": os.getloadavg(), "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "filesystem": _filesystem(tmp),
-    }
+    env = machine_env(sqlite=sqlite3.sqlite_version, sqlalchemy=sqlalchemy.__version__, rows=rows,
+                      full_rows=full_rows, warmup=warmup, filesystem=_filesystem(tmp))
     try:
         appends = [measure_encode(rows, warmup),
                    measure_appends(tmp / "normal", "NORMAL", rows, warmup),

@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.connection import parse_url
 
-from bench.docs_section import replace_section
+from bench.docs_section import machine_env, replace_section
 from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,12 +103,8 @@ async def run_async(n: int, warmup: int, redis_url: str) -> Results:
         server = await admin.info("server")
     finally:
         await admin.aclose()
-    env = {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "machine": platform.machine(), "cpus": os.cpu_count(), "redis_py": redis.__version__,
-        "redis_server": server.get("redis_version", "?"), "calls": n, "warmup": warmup,
-        "load_start": os.getloadavg(), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+    env = machine_env(redis_py=redis.__version__, redis_server=server.get("redis_version", "?"), calls=n,
+                      warmup=warmup)
     env["raw_ping_p50_us"] = await raw_round_trip_us(redis_url, n, warmup)
     cases: list[Case] = []
     memory = MemoryState()

@@ -74,12 +74,23 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
-from gateway.auth.durations import Duration, DurationError, add_months, next_reset, parse_duration
 from gateway.auth.identity import Identity, Limits
+
+# Budget amounts and periods live in gateway/budgets.py; their names are re-exported here for callers.
+from gateway.budgets import (  # noqa: F401
+    LIFETIME,
+    LIFETIME_WINDOW_S,
+    MICRO,
+    Period,
+    budget_message,
+    budget_period,
+    micro,
+    worst_micro,
+)
 from gateway.shared_state import MemoryState, SharedState
 
 log = logging.getLogger("gateway.admission")
@@ -89,10 +100,7 @@ POLICIES = ("fail_open", "fail_closed")
 PREFIX = "admit:"
 MINUTE_S = 60.0
 PARALLEL_TTL_S = 600.0  # the parallel slots of a process that died expire after this
-LIFETIME_WINDOW_S = float(2**32)  # window 0 until 2106: a lifetime budget's counter never rolls over
 RETRY_AFTER_S = 1.0  # after a failed state call, the shared state counts as away this long
-MICRO = 1_000_000
-MAX_MICRO = 2**62
 MEMO_MAX = 100_000
 PENDING_MAX = 100_000  # changes that wait for Redis to come back; past this they are dropped
 
@@ -107,16 +115,6 @@ class Scope:
     id: str
     name: str  # for messages: key 'alias', team 'alias'
     limits: Limits
-
-
-@dataclass(frozen=True, slots=True)
-class Period:
-    """A budget period: its label in the counter's name, its end (wall clock) and the counter's window."""
-
-    label: str  # the start in epoch seconds, or "life"
-    start: datetime | None
-    end: datetime | None
-    window_s: float
 
 
 @dataclass(slots=True)
@@ -391,7 +389,7 @@ class Admission:
                 ticket.holds[-1].total = total
                 ok, spent = total <= budget, total - amount
         if not ok:
-            raise BudgetExceeded(budget_message(scope, period, budget, spent, amount), scope=scope.kind)
+            raise BudgetExceeded(budget_message(scope.name, period, budget, spent, amount), scope=scope.kind)
 
     def _period(self, limits: Limits, now: datetime) -> Period:
         if limits.budget_duration is None or limits.budget_reset_at is None:
@@ -524,68 +522,3 @@ def limit_headers(holds: Iterable[Hold]) -> dict[str, str]:
             headers[f"x-ratelimit-limit-{unit}"] = str(best.limit)
             headers[f"x-ratelimit-remaining-{unit}"] = str(max(0, best.limit - best.total))
     return headers
-
-
-def micro(usd: float) -> int:
-    """USD -> integer micro-dollars, rounded (spend, limits, true costs)."""
-    return min(MAX_MICRO, max(0, round(usd * MICRO)))
-
-
-def worst_micro(usd: float) -> int:
-    """A worst case -> micro-dollars, rounded up (a reservation never undercounts)."""
-    return min(MAX_MICRO, max(0, math.ceil(round(usd * MICRO, 6))))
-
-
-def usd(amount: int) -> str:
-    return f"${amount / MICRO:.6f}".rstrip("0").rstrip(".") if amount else "$0"
-
-
-def budget_message(scope: Scope, period: Period, budget: int, spent: int, amount: int) -> str:
-    resets = f"it resets at {period.end.isoformat()}" if period.end is not None else \
-        "it has no budget_duration and never resets"
-    request = f", this request up to {usd(amount)}" if amount else ""
-    return (f"Budget exceeded for {scope.name}: max_budget {usd(budget)}, spend {usd(spent)} (counting "
-            f"requests in flight){request}; {resets}.")
-
-
-LIFETIME = Period("life", None, None, LIFETIME_WINDOW_S)
-
-
-def _months(duration: Duration) -> int | None:
-    """Calendar months per period for ``mo`` and ``30d`` (resets on the 1st), else None."""
-    if duration.unit == "mo":
-        return duration.amount
-    return 1 if duration.unit == "d" and duration.amount == 30 else None
-
-
-def _previous(reset: datetime, duration: Duration) -> datetime:
-    months = _months(duration)
-    if months is not None:
-        return add_months(reset, -months)
-    if duration.unit == "w" or (duration.unit == "d" and duration.amount == 7):
-        return reset - timedelta(weeks=duration.amount if duration.unit == "w" else 1)
-    return reset - timedelta(seconds=duration.seconds or 0)
-
-
-def budget_period(duration_text: str, reset_at: datetime, now: datetime) -> Period:
-    """The budget period that holds ``now`` for a ``budget_duration`` and its ``budget_reset_at``.
-
-    Its counter's window is ``[0, end)``: ``window_add`` with ``window_s = end`` (epoch seconds) has
-    window ``floor(now / end) = 0`` until the period ends, then expires; the period's start in the
-    key keeps one period's counter apart from the next.
-    """
-    try:
-        duration = parse_duration(duration_text)
-    except DurationError:
-        return LIFETIME
-    end = reset_at.replace(tzinfo=UTC) if reset_at.tzinfo is None else reset_at
-    start = _previous(end, duration)
-    if end <= now:  # the reset job has not moved budget_reset_at yet: follow its chain to now
-        start, end = end, next_reset(duration, end)
-        if end <= now and _months(duration) is None:
-            step = next_reset(duration, end) - end  # from a boundary on, the chain is regular
-            skip = (now - end) // step
-            start, end = end + skip * step, end + (skip + 1) * step
-        while end <= now:
-            start, end = end, next_reset(duration, end)
-    return Period(str(math.floor(start.timestamp())), start, end, end.timestamp())

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 from gateway.admission import Admission, Ticket
 from gateway.auth.identity import Authenticator, check_model_allowed
@@ -47,14 +47,17 @@ from gateway.cost import format_cost, worst_case_cost
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
-from gateway.router import DEADLINE_HEADER, Router, key_of
+from gateway.router import Router
+from gateway.router.headers import deadline_ms_of, routing_headers
 from gateway.spendlog import SpendLog
 from providers.base import Deployment
 from providers.capabilities import estimate_tokens
+from providers.http_json import DANGER_ZONE_PREFIX
 from translators import systemone as systemone_wire
-from translators.errors import BODY, MODEL, DecisionError, Loc, RequestInvalid, UpstreamError, Where
+from translators.errors import BODY, MODEL, DecisionError, RequestInvalid, UpstreamError
 from translators.ir import DecisionRequest, DecisionResult
 from translators.limits import RequestLimits
+from translators.wire import WireModule
 
 log = logging.getLogger("gateway.pipeline")
 
@@ -65,20 +68,7 @@ REQUEST_LOG_SIZE = 256
 COLD_TOKEN_RATIO = 4.0  # before a group's first answer: one token per character (the estimate is 4 a token)
 TOKEN_MARGIN = 1.25
 # Client headers a provider may forward upstream (TypeSafe-Danger-Zone-*; the provider decides).
-FORWARDED_HEADER_PREFIXES = ("typesafe-danger-zone-",)
-
-
-class Wire(Protocol):
-    """What the pipeline needs of a wire module (``translators.openai``, ``translators.systemone``)."""
-
-    def parse_request(self, body: Any, limits: RequestLimits | None = None,
-                      parts: dict[str, tuple[str, bytes]] | None = None) -> DecisionRequest: ...
-
-    def render_response(self, result: DecisionResult, req: DecisionRequest) -> dict: ...
-
-    def render_error(self, err: DecisionError) -> tuple[int, dict]: ...
-
-    def locate(self, where: Where) -> Loc: ...
+FORWARDED_HEADER_PREFIXES = (DANGER_ZONE_PREFIX,)
 
 
 @dataclass(slots=True)
@@ -87,7 +77,7 @@ class RequestContext:
 
     request_id: str
     route: str  # the path it came in on, e.g. /v1/systemone
-    wire: Wire
+    wire: WireModule
     # read and decode
     source: Any = None  # where the body comes from: a Starlette Request (None: ``raw`` is given)
     json_only: bool = False  # a JSON route: Content-Type must be JSON (or multipart where allowed)
@@ -322,7 +312,7 @@ async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
     and for each attempt runs gateway/call.py (build, send, parse, normalise), with retries,
     fallbacks, hedging and the deadline around them."""
     assert ctx.req is not None and ctx.model_group is not None
-    deadline_ms = _deadline_ms(ctx.deadline_header)
+    deadline_ms = deadline_ms_of(ctx.deadline_header)
     try:
         routed = await pipeline.router.route(ctx.req, ctx.model_group, deadline_ms)
     except UpstreamError as err:
@@ -340,34 +330,6 @@ async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
                                        routed.hedged))
     if routed.cooling_tried:
         ctx.headers["x-decisions-cooldown"] = "every deployment of the group was cooling down; tried anyway"
-
-
-def routing_headers(group: str, deps: Sequence[Deployment] | None, retries: int, fallbacks: int,
-                    hedged: bool) -> dict[str, str]:
-    """The router's true counts, in our names and in LiteLLM's for tools built on it."""
-    headers = {"x-decisions-model-group": group, "x-litellm-model-group": group,
-               "x-decisions-attempted-retries": str(retries), "x-litellm-attempted-retries": str(retries),
-               "x-decisions-attempted-fallbacks": str(fallbacks), "x-litellm-attempted-fallbacks": str(fallbacks)}
-    if deps:
-        ids = ", ".join(dict.fromkeys(key_of(dep) for dep in deps))
-        headers["x-decisions-model"] = ", ".join(dict.fromkeys(f"{dep.provider}/{dep.model}" for dep in deps))
-        headers["x-decisions-model-id"] = headers["x-litellm-model-id"] = ids
-    if hedged:
-        headers["x-decisions-hedged"] = "true"
-    return headers
-
-
-def _deadline_ms(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise RequestInvalid(f"{DEADLINE_HEADER} must be a positive number of milliseconds, not {raw[:40]!r}.",
-                             loc=Where(DEADLINE_HEADER), code="invalid_deadline")
-    return value
 
 
 async def render(pipeline: Pipeline, ctx: RequestContext) -> None:

@@ -11,15 +11,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.pipeline import DECISION_STEPS, Pipeline, RequestContext, Wire, forwarded_headers
+from gateway.pipeline import DECISION_STEPS, Pipeline, RequestContext, forwarded_headers
 from gateway.router import DEADLINE_HEADER
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
+from translators.wire import WireModule
 
 JSON_TYPE = "application/json"
 
 
-def decision_endpoint(wire: Wire):
+def decision_endpoint(wire: WireModule):
     async def endpoint(request: Request) -> Response:
         pipeline: Pipeline = request.app.state.gateway.pipeline
         headers = request.headers

@@ -18,26 +18,19 @@ The answer's own envelope (an object with ``answers``) is checked once, by the w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from providers.base import Deployment, ProviderBase, UpstreamRequest, UpstreamResponse
 from providers.upstream_errors import decode_body, unusable_body, upstream_error
 from translators import systemone
 from translators.errors import DecisionError, UpstreamError
 from translators.ir import DecisionRequest, DecisionResult
+from translators.wire import WireModule
 
 # Caller headers a provider never forwards (it sets them itself).
 RESERVED_HEADERS = frozenset({"authorization", "content-type", "content-length", "host"})
 # TypeSafe's gates: meaningful to TypeSafe only, so never sent to another upstream.
 DANGER_ZONE_PREFIX = "typesafe-danger-zone-"
-
-
-class Wire(Protocol):
-    """The upstream half of a translator module (``translators.systemone``, ``translators.openai``)."""
-
-    def render_request(self, req: DecisionRequest, model: str) -> dict[str, Any]: ...
-
-    def parse_response(self, body: Any, req: DecisionRequest) -> DecisionResult: ...
 
 
 def join_url(base: str, path: str) -> str:
@@ -50,7 +43,7 @@ def join_url(base: str, path: str) -> str:
 
 class HttpJsonProvider(ProviderBase):
     path: ClassVar[str] = "/v1/systemone"
-    wire: ClassVar[Wire] = systemone
+    wire: ClassVar[WireModule] = systemone
     api_key_required: ClassVar[bool] = True
     takes_danger_zone_headers: ClassVar[bool] = False  # TypeSafe-Danger-Zone-* headers (TypeSafe only)
 
@@ -146,4 +139,4 @@ class HttpJsonProvider(ProviderBase):
                                 type=err.type, code=err.code, headers=err.headers) from None
 
 
-__all__ = ["HttpJsonProvider", "Wire", "join_url", "DANGER_ZONE_PREFIX", "RESERVED_HEADERS"]
+__all__ = ["HttpJsonProvider", "join_url", "DANGER_ZONE_PREFIX", "RESERVED_HEADERS"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from providers.base import Deployment, Limits
-from providers.http_json import HttpJsonProvider, Wire
+from providers.http_json import HttpJsonProvider
 from translators import openai as openai_wire
 from translators.ir import DecisionRequest
+from translators.wire import WireModule
 
 
 class OpenAIProvider(HttpJsonProvider):
@@ -21,7 +22,7 @@ class OpenAIProvider(HttpJsonProvider):
     name = "openai"
     label = "OpenAI"
     path = "/v1/decisions"
-    wire: ClassVar[Wire] = openai_wire
+    wire: ClassVar[WireModule] = openai_wire
     default_api_base = "https://api.openai.com"
     api_key_envs = ("OPENAI_API_KEY",)
     api_base_envs = ("OPENAI_BASE_URL", "OPENAI_API_BASE")

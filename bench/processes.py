@@ -1,0 +1,91 @@
+"""Processes for the benchmarks: free ports, waiting for a server, stopping it, its memory, pinning."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], deadline: float, log_path: Path | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if the process exits."""
+    import urllib.error
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            args = proc.args
+            program = os.fsdecode(args if isinstance(args, (str, bytes, os.PathLike)) else args[0])
+            raise RuntimeError(f"{program} exited with {proc.returncode} before it served:\n{log_tail(log_path)}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer in time:\n{log_tail(log_path)}")
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the upstream exited with {proc.returncode}")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the upstream did not start in time")
+
+
+def log_tail(path: Path | None, chars: int = 3000) -> str:
+    if path is None or not path.exists():
+        return ""
+    return path.read_text(errors="replace")[-chars:]
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def rss_mib(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MiB, from /proc/<pid>/status."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            values[name] = int(rest.split()[0]) / 1024.0  # kB
+    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
+
+
+def pinning(enabled: bool) -> tuple[set[int], set[int]] | None:
+    """(the gateway's cores, the upstream's and the client's cores), or None when not pinning."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not enabled or len(cores) < 2:
+        return None
+    return {cores[0]}, {cores[1]}
+
+
+def pinned_to(cores: set[int] | None):
+    """A ``preexec_fn`` that pins the child (and every thread it starts) to ``cores``."""
+    if cores is None:
+        return None
+    return lambda: os.sched_setaffinity(0, cores)

@@ -1,0 +1,94 @@
+"""Budgets: amounts in micro-dollars, and periods (which period of a ``budget_duration`` holds a
+moment, and its counter's window).
+
+A period runs from the previous reset to ``budget_reset_at`` (calendar months for ``mo`` and
+``30d``, weeks for ``7d``/``w``, fixed seconds otherwise); a budget without a duration has one
+lifetime period. Pure: the admission (gateway/admission.py) names its counters after them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from gateway.auth.durations import Duration, DurationError, add_months, next_reset, parse_duration
+
+MICRO = 1_000_000  # budgets are counted in integer micro-dollars
+MAX_MICRO = 2**62
+LIFETIME_WINDOW_S = float(2**32)  # window 0 until 2106: a lifetime budget's counter never rolls over
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    """A budget period: its label in the counter's name, its end (wall clock) and the counter's window."""
+
+    label: str  # the start in epoch seconds, or "life"
+    start: datetime | None
+    end: datetime | None
+    window_s: float
+
+
+LIFETIME = Period("life", None, None, LIFETIME_WINDOW_S)
+
+
+def _months(duration: Duration) -> int | None:
+    """Calendar months per period for ``mo`` and ``30d`` (resets on the 1st), else None."""
+    if duration.unit == "mo":
+        return duration.amount
+    return 1 if duration.unit == "d" and duration.amount == 30 else None
+
+
+def _previous(reset: datetime, duration: Duration) -> datetime:
+    months = _months(duration)
+    if months is not None:
+        return add_months(reset, -months)
+    if duration.unit == "w" or (duration.unit == "d" and duration.amount == 7):
+        return reset - timedelta(weeks=duration.amount if duration.unit == "w" else 1)
+    return reset - timedelta(seconds=duration.seconds or 0)
+
+
+def budget_period(duration_text: str, reset_at: datetime, now: datetime) -> Period:
+    """The budget period that holds ``now`` for a ``budget_duration`` and its ``budget_reset_at``.
+
+    Its counter's window is ``[0, end)``: ``window_add`` with ``window_s = end`` (epoch seconds) has
+    window ``floor(now / end) = 0`` until the period ends, then expires; the period's start in the
+    key keeps one period's counter apart from the next.
+    """
+    try:
+        duration = parse_duration(duration_text)
+    except DurationError:
+        return LIFETIME
+    end = reset_at.replace(tzinfo=UTC) if reset_at.tzinfo is None else reset_at
+    start = _previous(end, duration)
+    if end <= now:  # the reset job has not moved budget_reset_at yet: follow its chain to now
+        start, end = end, next_reset(duration, end)
+        if end <= now and _months(duration) is None:
+            step = next_reset(duration, end) - end  # from a boundary on, the chain is regular
+            skip = (now - end) // step
+            start, end = end + skip * step, end + (skip + 1) * step
+        while end <= now:
+            start, end = end, next_reset(duration, end)
+    return Period(str(math.floor(start.timestamp())), start, end, end.timestamp())
+
+
+def micro(usd: float) -> int:
+    """USD -> integer micro-dollars, rounded (spend, limits, true costs)."""
+    return min(MAX_MICRO, max(0, round(usd * MICRO)))
+
+
+def worst_micro(usd: float) -> int:
+    """A worst case -> micro-dollars, rounded up (a reservation never undercounts)."""
+    return min(MAX_MICRO, max(0, math.ceil(round(usd * MICRO, 6))))
+
+
+def usd(amount: int) -> str:
+    return f"${amount / MICRO:.6f}".rstrip("0").rstrip(".") if amount else "$0"
+
+
+def budget_message(name: str, period: Period, budget: int, spent: int, amount: int) -> str:
+    resets = f"it resets at {period.end.isoformat()}" if period.end is not None else \
+        "it has no budget_duration and never resets"
+    request = f", this request up to {usd(amount)}" if amount else ""
+    return (f"Budget exceeded for {name}: max_budget {usd(budget)}, spend {usd(spent)} (counting "
+            f"requests in flight){request}; {resets}.")
