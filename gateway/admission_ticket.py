@@ -1,0 +1,89 @@
+"""What admission reserves for one request: the scopes whose limits apply (the key, its team), each
+reservation (``Hold``), the ``Ticket`` that carries them, and the ``x-ratelimit-*`` headers they give."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gateway.auth.identity import Identity, Limits
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The key or the team whose limits apply."""
+
+    kind: str  # "key" | "team"
+    id: str
+    name: str  # for messages: key 'alias', team 'alias'
+    limits: Limits
+
+
+@dataclass(slots=True)
+class Hold:
+    """One reservation of a ticket."""
+
+    kind: str  # "rpm" | "tpm" | "parallel" | "budget"
+    scope: Scope
+    key: str
+    amount: int  # requests, tokens, slots or micro-dollars reserved
+    local: bool  # in this process's own state (Redis away), not the shared one
+    window_s: float
+    ends_at: float  # wall clock: after it the window is gone and the hold is left alone
+    limit: int
+    total: int  # the window's (or counter's) total after this hold
+
+
+class Ticket:
+    """What ``admit`` reserved: ``holds``, the ``headers`` to send, the ``tokens`` and ``cost_usd`` it
+    reserved. Settle or release it once; a second call does nothing."""
+
+    __slots__ = ("holds", "headers", "tokens", "cost_usd", "_open")
+
+    def __init__(self, tokens: int = 0, cost_usd: float | None = None) -> None:
+        self.holds: list[Hold] = []
+        self.headers: dict[str, str] = {}
+        self.tokens = tokens
+        self.cost_usd = cost_usd
+        self._open = True
+
+    @property
+    def open(self) -> bool:
+        return self._open
+
+
+EMPTY_TICKET = Ticket()  # for the unlimited: never settled, never released
+
+
+def rate_limited(limits: Limits) -> bool:
+    return limits.rpm_limit is not None or limits.tpm_limit is not None or limits.max_parallel_requests is not None
+
+
+def scopes_of(identity: Identity) -> list[Scope]:
+    """The key and its team, each that has a limit or a budget."""
+    scopes = []
+    key = identity.key_limits
+    if identity.key_hash is not None and (rate_limited(key) or key.max_budget is not None):
+        name = f"key '{identity.key_alias}'" if identity.key_alias else \
+            f"key {identity.key_prefix}" if identity.key_prefix else "this key"
+        scopes.append(Scope("key", identity.key_hash, name, key))
+    team = identity.team_limits
+    if identity.team_id is not None and team is not None and (rate_limited(team) or team.max_budget is not None):
+        scopes.append(Scope("team", identity.team_id, f"team '{identity.team_alias or identity.team_id}'", team))
+    return scopes
+
+
+def limit_headers(holds: Iterable[Hold]) -> dict[str, str]:
+    """``x-ratelimit-{limit,remaining}-{requests,tokens}`` of the tighter of key and team."""
+    tightest: dict[str, Hold] = {}
+    for hold in holds:
+        if hold.kind in ("rpm", "tpm"):
+            other = tightest.get(hold.kind)
+            if other is None or hold.limit - hold.total < other.limit - other.total:
+                tightest[hold.kind] = hold
+    headers: dict[str, str] = {}
+    for kind, unit in (("rpm", "requests"), ("tpm", "tokens")):
+        if (best := tightest.get(kind)) is not None:
+            headers[f"x-ratelimit-limit-{unit}"] = str(best.limit)
+            headers[f"x-ratelimit-remaining-{unit}"] = str(max(0, best.limit - best.total))
+    return headers
