@@ -199,4 +199,4 @@ spend_logs = SpendLog.__table__
 daily_spend = DailySpend.__table__
 
 # The spend_logs columns a row dict may carry (the outbox's rows); anything else is refused at append.
-SPEND_LOG_COLUMNS: frozenset[str] = frozenset(c.name for c in SpendLog.__table__.columns)
+SPEND_LOG_COLUMNS: frozenset[str] = frozenset(str(c.name) for c in SpendLog.__table__.columns)  # plain str (orjson keys)
