@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.requests import Request
 
-from gateway import __version__, info_routes, passthrough, routes
+from gateway import __version__, info_routes, passthrough, routes, ui, validate
 from gateway.admin import admin_router
 from gateway.config import GatewayConfig, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
@@ -49,9 +49,11 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
                      docs_url="/docs", redoc_url=None)
     app.state.gateway = state
     app.router.routes.extend(routes.ROUTES)
+    app.router.routes.extend(validate.ROUTES)  # the server's checks without a call (the UI's playground)
     app.include_router(info_routes.router)
     app.router.routes.extend(passthrough.ROUTES)
     app.include_router(admin_router())
+    app.router.routes.extend(ui.ROUTES)  # the admin UI's static files at /ui
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -11,11 +11,12 @@ from fastapi import APIRouter
 
 
 def admin_router() -> APIRouter:
-    """Every admin route: ``/key/*``, ``/team/*``, ``/spend/logs``, ``/global/spend/report``."""
-    from gateway.admin import keys, spend, teams
+    """Every admin route: ``/key/*``, ``/team/*``, ``/spend/logs``, ``/global/spend/report``, ``/model/info``."""
+    from gateway.admin import keys, models, spend, teams
 
     router = APIRouter()
     router.include_router(keys.router)
     router.include_router(teams.router)
     router.include_router(spend.router)
+    router.include_router(models.router)
     return router
