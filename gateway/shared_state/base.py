@@ -145,6 +145,19 @@ class SharedState(ABC):
         first) and Redis evicts by its own ``maxmemory`` policy, so a value may be gone early.
         """
 
+    async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The bytes at ``keys`` in order (None for a missing one), in one round trip (``MGET``)."""
+        return [await self.bytes_get(key) for key in keys]
+
+    async def bytes_set_many(self, items: Sequence[tuple[str, bytes, float]]) -> None:
+        """Store each ``(key, value, ttl_s)`` as ``bytes_set`` does, in one round trip; a ttl of 0
+        or less deletes the key instead."""
+        for key, value, ttl_s in items:
+            if ttl_s <= 0:
+                await self.delete(key)
+            else:
+                await self.bytes_set(key, value, ttl_s)
+
     # ---- lifecycle ------------------------------------------------------------------------------
 
     @abstractmethod

@@ -162,6 +162,12 @@ class FailoverState(SharedState):
     async def bytes_set(self, key: str, value: bytes, ttl_s: float) -> None:
         await self._call(lambda s: s.bytes_set(key, value, ttl_s))
 
+    async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return await self._call(lambda s: s.bytes_get_many(keys))
+
+    async def bytes_set_many(self, items: Sequence[tuple[str, bytes, float]]) -> None:
+        await self._call(lambda s: s.bytes_set_many(items))
+
     async def close(self) -> None:
         self._closed = True
         if self._probe is not None:

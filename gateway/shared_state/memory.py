@@ -246,6 +246,22 @@ class MemoryState(SharedState):
         self._bytes.move_to_end(key)
         return item[0]
 
+    async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        now = self._clock()
+        out: list[bytes | None] = []
+        for key in keys:
+            item = self._bytes_live(key, now)
+            if item is None:
+                out.append(None)
+            else:
+                self._bytes.move_to_end(key)
+                out.append(item[0])
+        return out
+
+    async def bytes_set_many(self, items: Sequence[tuple[str, bytes, float]]) -> None:
+        for key, value, ttl_s in items:
+            await self.bytes_set(key, value, ttl_s)  # a ttl of 0 or less drops the key
+
     async def bytes_set(self, key: str, value: bytes, ttl_s: float) -> None:
         now = self._write()
         self._bytes_pop(key)

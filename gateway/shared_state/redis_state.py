@@ -332,8 +332,25 @@ class RedisState(SharedState):
         value: bytes | None = await self._call(self._redis.get, key)
         return value
 
+    async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys:
+            return []
+        values: list[bytes | None] = await self._call(self._redis.mget, list(keys))
+        return values
+
     async def bytes_set(self, key: str, value: bytes, ttl_s: float) -> None:
         await self._set(key, value, ttl_s)
+
+    async def bytes_set_many(self, items: Sequence[tuple[str, bytes, float]]) -> None:
+        if not items:
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        for key, value, ttl_s in items:
+            if ttl_s <= 0:
+                pipe.delete(key)
+            else:
+                pipe.set(key, value, px=_ms(ttl_s))
+        await self._call(pipe.execute)
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
