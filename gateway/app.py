@@ -18,6 +18,7 @@ from gateway import __version__, info_routes, passthrough, routes, ui, validate
 from gateway.admin import admin_router
 from gateway.config import GatewayConfig, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.observability import logs, metrics_route
 from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
 from gateway.upstream import Upstream, warm_local_models
@@ -51,6 +52,7 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     app.router.routes.extend(routes.ROUTES)
     app.router.routes.extend(validate.ROUTES)  # the server's checks without a call (the UI's playground)
     app.include_router(info_routes.router)
+    app.router.routes.extend(metrics_route.ROUTES)  # GET /metrics (gateway/observability)
     app.router.routes.extend(passthrough.ROUTES)
     app.include_router(admin_router())
     app.router.routes.extend(ui.ROUTES)  # the admin UI's static files at /ui
@@ -82,5 +84,7 @@ class GatewayApp(FastAPI):
 
 
 def create_app_from_env() -> FastAPI:
-    """App factory for uvicorn workers: the config path comes from ``DECISIONS_GATEWAY_CONFIG``."""
+    """App factory for uvicorn workers: the config path comes from ``DECISIONS_GATEWAY_CONFIG``, the
+    log format and level the CLI chose from the environment."""
+    logs.configure_from_env()
     return create_app(load_config(os.environ.get(CONFIG_ENV) or None))

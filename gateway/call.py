@@ -12,6 +12,8 @@ The router (gateway/router/) decides which deployment each chunk goes to, retrie
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gateway.split import split_request
 from gateway.upstream import parse_off_loop
 from providers import capabilities
@@ -43,10 +45,14 @@ def request_limits(provider: Provider, dep: Deployment, req: DecisionRequest) ->
     return provider.request_limits(limits_for(provider.limits, dep), req, dep=dep)
 
 
-async def call(upstream, chunk: DecisionRequest, dep: Deployment) -> DecisionResult:
-    """One upstream call for a chunk that fits ``dep``; the answer checked and normalised."""
+async def call(upstream, chunk: DecisionRequest, dep: Deployment,
+               trace_headers: dict[str, str] | None = None) -> DecisionResult:
+    """One upstream call for a chunk that fits ``dep``; the answer checked and normalised.
+    ``trace_headers`` (the attempt's ``traceparent``, traces on) go with the request."""
     provider = get_provider(dep.provider)
     upstream_request = provider.build_request(chunk, dep)
+    if trace_headers:
+        upstream_request = replace(upstream_request, headers={**upstream_request.headers, **trace_headers})
     try:
         response = await upstream.send(upstream_request, provider.name)
         return normalise_result(await parse_off_loop(provider.parse_response, response, chunk, dep), chunk)

@@ -55,6 +55,8 @@ GENERAL_SETTINGS = frozenset({
     "forward_client_headers_to_llm_api", "litellm_key_header_name", "service_account_settings",
     # the gateway's own: key hashing, migrations, spend content, limits while Redis is away
     "salt_key", "auto_migrate", "store_content", "limits_on_redis_failure",
+    # metrics and traces (gateway/observability)
+    "public_metrics", "otel_endpoint", "otel_service_name",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

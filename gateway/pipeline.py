@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gateway.admission import Admission, Ticket
 from gateway.auth.identity import Authenticator, check_model_allowed
@@ -58,6 +58,9 @@ from translators.errors import BODY, MODEL, DecisionError, RequestInvalid, Upstr
 from translators.ir import DecisionRequest, DecisionResult
 from translators.limits import RequestLimits
 from translators.wire import WireModule
+
+if TYPE_CHECKING:
+    from gateway.observability import Observer
 
 log = logging.getLogger("gateway.pipeline")
 
@@ -110,11 +113,15 @@ class RequestContext:
     started_at: float = field(default_factory=time.time)
     retries: int = 0  # the router's true counts
     fallbacks: int = 0
+    hedged: bool = False
+    upstream_ms: float = 0.0  # time spent waiting on upstream calls (every attempt)
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
     client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
     client_gone: bool = False
     ticket: Ticket | None = None  # what admit reserved (rate limits, budget), settled or released
+    settled: Ticket | None = None  # the ticket settle took over (the metrics read its budget holds)
+    trace: Any = None  # the request's span, when traces are on (gateway/observability/tracing.py)
     estimated_tokens: int = 0  # the input's tokens as estimated before the call (capabilities)
 
 
@@ -152,6 +159,7 @@ class Pipeline:
         self.auth: Authenticator | None = None  # set at start when the gateway has one (gateway/auth)
         self.spend: SpendLog | None = None  # set at start: the spend log's outbox and database
         self.admission: Admission | None = None  # the keys' and teams' limits and budgets
+        self.observer: Observer | None = None  # metrics, the request log line, traces (gateway/observability)
         self._background: set[asyncio.Future[Any]] = set()
         self.token_ratios: dict[str, float] = {}  # model group -> largest counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
@@ -164,6 +172,8 @@ class Pipeline:
     async def run(self, ctx: RequestContext, steps: Sequence[Step], *, raise_errors: bool = False) -> RequestContext:
         """Run ``steps`` in order. A ``DecisionError`` stops them and is rendered in the caller's
         wire onto the context (or raised, for the Python API); ``record`` runs in every case."""
+        if self.observer is not None:
+            self.observer.begin(self, ctx)
         try:
             for step in steps:
                 await step(self, ctx)
@@ -267,7 +277,7 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
     # caller need not wait for it; the x-ratelimit-* headers are the ones admit counted.
     pipeline.background(pipeline.admission.settle(ctx.ticket, tokens=usage.total_tokens if usage else None,
                                                   cost_usd=ctx.cost))
-    ctx.ticket = None  # settling owns it now: the run's end does not release it
+    ctx.settled, ctx.ticket = ctx.ticket, None  # settling owns it now: the run's end does not release it
     spent = ctx.identity.key_limits.spend if ctx.identity is not None else None
     if spent is not None:
         ctx.headers["x-litellm-key-spend"] = format_cost(float(spent) + (ctx.cost or 0.0))
@@ -319,11 +329,13 @@ async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
         attempts = getattr(err, "attempts", None)
         if attempts is not None:  # the failed request's true counts go out with its error
             ctx.retries, ctx.fallbacks = attempts.retries, len(attempts.fallbacks_tried)
+            ctx.hedged, ctx.upstream_ms = attempts.hedged, attempts.upstream_ms
             ctx.headers.update(routing_headers(ctx.model_group, None, attempts.retries,
                                                len(attempts.fallbacks_tried), attempts.hedged))
         raise
     ctx.result, ctx.cost = routed.result, routed.cost
     ctx.retries, ctx.fallbacks = routed.retries, routed.fallbacks
+    ctx.hedged, ctx.upstream_ms = routed.hedged, routed.upstream_ms
     ctx.deployment = routed.deployments[0]
     ctx.tried = routed.deployments
     ctx.headers.update(routing_headers(ctx.model_group, routed.deployments, routed.retries, routed.fallbacks,
@@ -364,8 +376,8 @@ def fail(ctx: RequestContext, err: DecisionError) -> None:
 
 
 def record(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """The spend row (durable in the outbox before the response leaves) and a short record of the
-    request (the log line and metrics join here later)."""
+    """The spend row (durable in the outbox before the response leaves), a short record of the
+    request, and the observer's metrics, log line and span end (gateway/observability)."""
     if pipeline.spend is not None:
         try:
             pipeline.spend.write(ctx)
@@ -380,6 +392,11 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
         deployment=f"{dep.provider}/{dep.model}" if dep is not None else None, cost=ctx.cost,
         latency_ms=(time.perf_counter() - ctx.started) * 1000.0,
     ))
+    if pipeline.observer is not None:
+        try:
+            pipeline.observer.record(pipeline, ctx)
+        except Exception:  # noqa: BLE001 - a metric or a log line must never turn an answer into a 500
+            log.exception("the metrics or the log line of request %s could not be recorded", ctx.request_id)
 
 
 DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, admit, route, settle, render,

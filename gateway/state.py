@@ -14,6 +14,7 @@ from gateway.auth.identity import Authenticator, Entry
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
 from gateway.config import GatewayConfig
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.observability import Observer
 from gateway.passthrough import PassthroughSettings
 from gateway.pipeline import Pipeline, RequestRecord
 from gateway.registry import ModelRegistry
@@ -57,6 +58,7 @@ class GatewayState:
     spend: SpendLog = field(init=False)  # the outbox and the database (keys, teams, spend logs)
     auth: Authenticator = field(init=False)  # keys -> identities, shared by the pipeline and the admin API
     admission: Admission = field(init=False)  # rate limits and budgets of keys and teams
+    observer: Observer = field(init=False)  # metrics, the request log line, traces (gateway/observability)
 
     def __post_init__(self) -> None:
         config = self.config
@@ -80,6 +82,7 @@ class GatewayState:
         self.admission = Admission(self.shared, on_redis_failure_rate_limits=failure or "fail_open",
                                    on_redis_failure_budgets=failure or "fail_closed")
         self.pipeline.admission = self.admission
+        self.observer = Observer(config.general_settings, lambda: self.pipeline)
 
     @property
     def db(self) -> Database | None:
@@ -89,6 +92,7 @@ class GatewayState:
     async def start(self) -> None:
         await self.spend.start()
         await self.spend.wait_open(DB_START_WAIT_S)
+        await self.observer.start()
 
     async def close(self) -> None:
         await self.pipeline.router.health.drain()
@@ -96,6 +100,7 @@ class GatewayState:
         await self.spend.close()
         await self.admission.close()
         await self.shared.close()
+        await self.observer.close()
 
     @property
     def models_loaded(self) -> bool:

@@ -25,6 +25,7 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import tenacity
 
@@ -60,6 +61,7 @@ class Routed:
     fallbacks: int = 0
     hedged: bool = False
     cooling_tried: bool = False  # a cooling deployment was asked because nothing else was left
+    upstream_ms: float = 0.0  # time spent in upstream calls, every attempt's
 
 
 @dataclass
@@ -68,6 +70,7 @@ class _Tally:
     hedged: bool = False
     cooling_tried: bool = False
     fallbacks_tried: list[str] = field(default_factory=list)
+    upstream_ms: float = 0.0
 
 
 class DeadlineExceeded(UpstreamError):
@@ -85,6 +88,7 @@ class Router:
         self.health = health
         self.upstream = upstream
         self.rng = rng or random.Random()
+        self.tracing: Any = None  # a span per attempt when traces are on (gateway/observability/tracing.py)
 
     @classmethod
     def in_memory(cls, registry: ModelRegistry, upstream, settings: RouterSettings | None = None) -> Router:
@@ -182,7 +186,7 @@ class Router:
         result = results[0] if len(results) == 1 else merge_results(results)
         cost = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
         return Routed(result, deps, cost, group, retries=tally.retries, fallbacks=len(tally.fallbacks_tried),
-                      hedged=tally.hedged, cooling_tried=tally.cooling_tried)
+                      hedged=tally.hedged, cooling_tried=tally.cooling_tried, upstream_ms=tally.upstream_ms)
 
     # ---- attempts of one chunk -----------------------------------------------------------------------
 
@@ -227,8 +231,8 @@ class Router:
                       deadline: float | None) -> tuple[DecisionResult, Deployment]:
         hedge_ms = _hedge_after(dep, group_policy)
         if hedge_ms is None or len(able) < 2:
-            return await self._call(chunk, dep, group_policy, deadline), dep
-        first = asyncio.ensure_future(self._call(chunk, dep, group_policy, deadline))
+            return await self._call(chunk, dep, group_policy, deadline, tally), dep
+        first = asyncio.ensure_future(self._call(chunk, dep, group_policy, deadline, tally))
         done, _ = await asyncio.wait({first}, timeout=hedge_ms / 1000.0)
         if done:
             return first.result(), dep
@@ -240,7 +244,7 @@ class Router:
         if second_dep is dep:
             return await first, dep
         tally.hedged = True
-        second = asyncio.ensure_future(self._call(chunk, second_dep, group_policy, deadline))
+        second = asyncio.ensure_future(self._call(chunk, second_dep, group_policy, deadline, tally))
         owners = {first: dep, second: second_dep}
         pending = {first, second}
         error: BaseException | None = None
@@ -260,7 +264,7 @@ class Router:
                 await asyncio.gather(*pending, return_exceptions=True)
 
     async def _call(self, chunk: DecisionRequest, dep: Deployment, group_policy: GroupPolicy,
-                    deadline: float | None) -> DecisionResult:
+                    deadline: float | None, tally: _Tally) -> DecisionResult:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= MIN_ATTEMPT_S:
@@ -268,15 +272,19 @@ class Router:
             if left < dep.timeout:
                 dep = replace(dep, timeout=left)
         started = time.perf_counter()
+        attempt = self.tracing.attempt(dep) if self.tracing is not None else None
         self.health.begin(dep, group_policy)
         try:
-            result = await calls.call(self.upstream, chunk, dep)
+            result = await calls.call(self.upstream, chunk, dep, attempt.headers if attempt is not None else None)
         except UpstreamError as err:
+            _attempt_ended(tally, started, attempt, error=err)
             await self.health.failed(dep, group_policy, err)
             raise
-        except BaseException:
+        except BaseException as exc:
+            _attempt_ended(tally, started, attempt, error=exc)
             self.health.end(dep, group_policy)
             raise
+        _attempt_ended(tally, started, attempt, result=result)
         self.health.succeeded(dep, group_policy, (time.perf_counter() - started) * 1000.0, result.usage)
         return result
 
@@ -319,6 +327,14 @@ def _fits(dep: Deployment, chunk: DecisionRequest) -> bool:
     except Unsupported:
         return False
     return True
+
+
+def _attempt_ended(tally: _Tally, started: float, attempt, result: DecisionResult | None = None,
+                   error: BaseException | None = None) -> None:
+    """The attempt's time into the request's upstream time; its span (traces on) ends."""
+    tally.upstream_ms += (time.perf_counter() - started) * 1000.0
+    if attempt is not None:
+        attempt.end(result, error)
 
 
 def _hedge_after(dep: Deployment, group_policy: GroupPolicy) -> float | None:
