@@ -11,6 +11,8 @@ Hostile modes, for the gateway's hardening tests (each answers the next request 
 * ``bomb_next(decoded_bytes)``: a small gzip body that inflates to ``decoded_bytes`` of zeros.
 * ``hang_next(seconds)``: accept the request and answer nothing until ``seconds`` pass, ``release()``
   is called or the fake stops.
+* ``reset_next(when)``: reset the TCP connection (RST, not a clean close) before answering
+  (``"before"``) or after the status line, headers and part of the body (``"mid_body"``).
 
     with FakeServer() as fake:
         fake.queue(status=429, headers={"Retry-After": "1"}, json={"error": "slow down"})
@@ -57,6 +59,7 @@ class Scripted:
     body: bytes = b""
     delay: float = 0.0  # seconds to wait before answering (to provoke client timeouts)
     hang: float = 0.0  # seconds to hold the request unanswered (cut short by release() or stop())
+    reset: str = ""  # "before" / "mid_body": reset the connection instead of answering (see reset_next)
 
     @classmethod
     def of_json(cls, status: int, payload: Any, headers: dict[str, str] | None = None, delay: float = 0.0) -> Scripted:
@@ -96,6 +99,9 @@ class FakeServer:
                     time.sleep(answer.delay)
                 if answer.hang and not fake._hold(answer.hang, self.connection):
                     self.close_connection = True  # the client went away while held: nothing to answer
+                    return
+                if answer.reset:
+                    _reset(self, answer)
                     return
                 try:
                     self.send_response(answer.status)
@@ -177,6 +183,14 @@ class FakeServer:
         with self._lock:
             self._scripted.append(Scripted(200, {"Content-Type": "application/json"}, b"{}", hang=seconds))
 
+    def reset_next(self, when: str = "before") -> None:
+        """Reset the next request's connection: ``"before"`` any byte of an answer, or ``"mid_body"``."""
+        if when not in ("before", "mid_body"):
+            raise ValueError("reset_next: 'before' or 'mid_body'")
+        with self._lock:
+            self._scripted.append(Scripted(200, {"Content-Type": "application/json"}, b'{"answers": {}}',
+                                           reset=when))
+
     def release(self) -> None:
         """Let every held request go (they answer ``{}``); later hang_next calls hold again."""
         released, self._released = self._released, threading.Event()
@@ -226,6 +240,22 @@ class FakeServer:
 
     def handle(self, rec: Recorded) -> Scripted:
         return Scripted.of_json(404, {"detail": "Not Found"})
+
+
+def _reset(handler: BaseHTTPRequestHandler, answer: Scripted) -> None:
+    """Send part of the answer (``mid_body``) or nothing, then close with SO_LINGER 0: a TCP RST."""
+    handler.close_connection = True
+    sock = handler.connection
+    try:
+        if answer.reset == "mid_body":
+            head = (f"HTTP/1.1 {answer.status} OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(answer.body) + 1000}\r\n\r\n").encode()
+            handler.wfile.write(head + answer.body[: max(1, len(answer.body) // 2)])
+            handler.wfile.flush()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    except OSError:
+        pass
 
 
 def _closed_by_peer(connection: socket.socket) -> bool:
