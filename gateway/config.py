@@ -117,6 +117,9 @@ def _check_router(config: GatewayConfig) -> None:
         redis_url_from_config(config.general_settings, config.router_settings)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    from gateway.cache.settings import cache_settings_of
+
+    cache_settings_of(config)  # the answer cache's keys (a ConfigError names the bad one)
     failure = config.general_settings.get("limits_on_redis_failure")
     if failure is not None and failure not in ("fail_open", "fail_closed"):
         raise ConfigError("general_settings.limits_on_redis_failure: must be fail_open or fail_closed, "

@@ -43,6 +43,7 @@ from gateway.body import (
     needs_thread,
     read_body_capped,
 )
+from gateway.cache.steps import cache_lookup, cache_merge
 from gateway.cost import format_cost, worst_case_cost
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
@@ -60,6 +61,7 @@ from translators.limits import RequestLimits
 from translators.wire import WireModule
 
 if TYPE_CHECKING:
+    from gateway.cache import AnswerCache
     from gateway.observability import Observer
 
 log = logging.getLogger("gateway.pipeline")
@@ -160,6 +162,7 @@ class Pipeline:
         self.spend: SpendLog | None = None  # set at start: the spend log's outbox and database
         self.admission: Admission | None = None  # the keys' and teams' limits and budgets
         self.observer: Observer | None = None  # metrics, the request log line, traces (gateway/observability)
+        self.cache: AnswerCache | None = None  # the per-question answer cache (gateway/cache)
         self._background: set[asyncio.Future[Any]] = set()
         self.token_ratios: dict[str, float] = {}  # model group -> largest counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
@@ -256,6 +259,10 @@ async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
     if pipeline.admission is None or ctx.identity is None or not ctx.identity.limited:
         return
     assert ctx.req is not None and ctx.model_group is not None
+    if not ctx.req.questions:  # the cache answered every question: the request counts, it reserves nothing
+        ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=0, worst_cost_usd=0.0)
+        ctx.headers.update(ctx.ticket.headers)
+        return
     ctx.estimated_tokens = estimate_tokens(ctx.req)
     tokens = pipeline.worst_tokens(ctx.model_group, ctx.estimated_tokens)
     reachable = [dep for name in pipeline.router.reachable_groups(ctx.model_group)
@@ -322,6 +329,8 @@ async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
     and for each attempt runs gateway/call.py (build, send, parse, normalise), with retries,
     fallbacks, hedging and the deadline around them."""
     assert ctx.req is not None and ctx.model_group is not None
+    if not ctx.req.questions:  # the cache answered every question: no upstream call
+        return
     deadline_ms = deadline_ms_of(ctx.deadline_header)
     try:
         routed = await pipeline.router.route(ctx.req, ctx.model_group, deadline_ms)
@@ -399,9 +408,10 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
             log.exception("the metrics or the log line of request %s could not be recorded", ctx.request_id)
 
 
-DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, admit, route, settle, render,
+DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, cache_lookup, admit, route, settle,
+                                    cache_merge, render,
                                     encode)
-IR_STEPS: tuple[Step, ...] = (parse, route, render)  # a body that is already JSON
+IR_STEPS: tuple[Step, ...] = (parse, cache_lookup, route, cache_merge, render)  # a body that is already JSON
 
 
 class Decided(NamedTuple):

@@ -20,6 +20,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from gateway.cache.steps import paid_usage, spend_columns
+
 if TYPE_CHECKING:
     from gateway.db.engine import Database
     from gateway.db.outbox import SpendOutbox
@@ -109,7 +111,7 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
     """The spend_logs row of a finished request (LiteLLM's column names; the key only as its hash)."""
     identity = ctx.identity
     result, dep, err = ctx.result, ctx.deployment, ctx.error
-    usage = result.usage if result is not None else None
+    usage = paid_usage(ctx)  # what was paid for: the cache's hits are not (gateway/cache)
     metadata: dict[str, Any] = {}
     if result is not None and ctx.cost is None:
         metadata["cost_unknown"] = True  # unpriced, or no token counts: spend 0 here is not a claim of $0
@@ -135,6 +137,7 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
         "retries": ctx.retries,
         "fallbacks": ctx.fallbacks,
         "metadata": metadata,
+        **spend_columns(ctx),
     }
     if store_content == "digest" and ctx.raw:
         row["content"] = "sha256:" + hashlib.sha256(ctx.raw).hexdigest()

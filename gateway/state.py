@@ -12,6 +12,7 @@ from gateway.admission import Admission
 from gateway.auth.cache import KeyCache
 from gateway.auth.identity import Authenticator, Entry
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
+from gateway.cache import AnswerCache, cache_settings_of
 from gateway.config import GatewayConfig
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import Observer
@@ -58,6 +59,7 @@ class GatewayState:
     spend: SpendLog = field(init=False)  # the outbox and the database (keys, teams, spend logs)
     auth: Authenticator = field(init=False)  # keys -> identities, shared by the pipeline and the admin API
     admission: Admission = field(init=False)  # rate limits and budgets of keys and teams
+    cache: AnswerCache = field(init=False)  # the per-question answer cache (memory, or Redis)
     observer: Observer = field(init=False)  # metrics, the request log line, traces (gateway/observability)
 
     def __post_init__(self) -> None:
@@ -82,6 +84,8 @@ class GatewayState:
         self.admission = Admission(self.shared, on_redis_failure_rate_limits=failure or "fail_open",
                                    on_redis_failure_budgets=failure or "fail_closed")
         self.pipeline.admission = self.admission
+        self.cache = AnswerCache.build(cache_settings_of(config))
+        self.pipeline.cache = self.cache
         self.observer = Observer(config.general_settings, lambda: self.pipeline)
 
     @property
@@ -100,6 +104,7 @@ class GatewayState:
         await self.spend.close()
         await self.admission.close()
         await self.shared.close()
+        await self.cache.close()
         await self.observer.close()
 
     @property

@@ -106,6 +106,7 @@ class Identity:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     is_master: bool = False
+    team_metadata: Mapping[str, Any] = field(default_factory=dict)  # the team's (its ``cache`` switch)
 
     @classmethod
     def master(cls, key_hash: str | None = None) -> Identity:
@@ -124,7 +125,7 @@ class Identity:
             key_limits=key.limits, team_limits=team.limits if team else None,
             blocked=key.blocked or bool(team and team.blocked),
             expires=_aware(key.expires) if key.expires is not None else None,
-            metadata=dict(key.metadata), tags=key.tags,
+            metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
         )
 
     @property
