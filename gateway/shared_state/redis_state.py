@@ -1,12 +1,14 @@
 """``RedisState``: the shared state interface on one Redis, for several processes or machines.
 
-One ``redis.asyncio`` client on one bounded connection pool. Every read-modify-write is one Lua
-script, registered once (``register_script``; redis-py reloads it when a restarted Redis has lost
-it): ``incr`` with a ttl, ``window_add`` (the check against the limit and the add are one atomic
-step) and ``record_latency``. The many-key reads are one round trip each: ``MGET`` for
-``get_many``/``get_ints``, one script for ``window_get_many``, a pipeline of ``LRANGE`` for
-``latency``. Fixed windows take the Redis server's clock (``TIME``), so every process agrees on
-the window whatever its own clock says.
+One ``redis.asyncio`` client on one bounded connection pool. The commands issued in one turn of the
+event loop (a request's admission checks, and those of every other request at that moment) go to
+Redis as one pipeline (``redis_batch.CommandBatch``). Every read-modify-write is one Lua script, sent
+as ``EVALSHA`` (loaded again when a restarted Redis has lost it): ``incr`` with a ttl,
+``window_add`` (the check against the limit and the add are one atomic step) and
+``record_latency``. The many-key reads are one command each: ``MGET`` for ``get_many``/``get_ints``,
+one script for ``window_get_many``, an ``LRANGE`` a key for ``latency`` (in one batch). Fixed
+windows take the Redis server's clock (``TIME``), so every process agrees on the window whatever
+its own clock says.
 
 Timeouts are short (0.25 s to connect, 0.25 s for a call's answer, unless told otherwise), redis-py's own
 retries are off, at most ``max_connections`` calls run at once and a call waits at most
@@ -36,6 +38,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.shared_state.base import LATENCY_SAMPLES, Backend, SharedState
 from gateway.shared_state.memory import WINDOW_SLACK_S
+from gateway.shared_state.redis_batch import CommandBatch, Script
 
 try:  # redis-py 7.1 and later read the package metadata for each new connection unless told
     from redis.driver_info import DriverInfo
@@ -53,14 +56,14 @@ SOCKET_TIMEOUT_S = 0.25
 MAX_CONNECTIONS = 64
 POOL_TIMEOUT_S = 0.5
 
-_INCR_TTL = """
+_INCR_TTL = Script("""
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return value
-"""
+""")
 
 # KEYS[1] key; ARGV amount, window_s, limit ('' for none), slack_s. Returns {allowed 0/1, total}.
-_WINDOW_ADD = """
+_WINDOW_ADD = Script("""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local window = tonumber(ARGV[2])
@@ -76,10 +79,10 @@ if total < 0 then total = 0 end
 local ttl_ms = math.ceil(((index + 1) * window - now + tonumber(ARGV[4])) * 1000)
 redis.call('SET', name, string.format('%d', total), 'PX', string.format('%d', ttl_ms))
 return {1, total}
-"""
+""")
 
 # KEYS the keys; ARGV[1] window_s. Returns the current window's totals.
-_WINDOW_GET_MANY = """
+_WINDOW_GET_MANY = Script("""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local suffix = ':' .. string.format('%d', math.floor(now / tonumber(ARGV[1])))
@@ -88,15 +91,15 @@ for i, key in ipairs(KEYS) do
   totals[i] = tonumber(redis.call('GET', key .. suffix) or '0')
 end
 return totals
-"""
+""")
 
 # KEYS[1] key; ARGV sample ms, samples kept, ttl ms.
-_RECORD_LATENCY = """
+_RECORD_LATENCY = Script("""
 redis.call('LPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
-"""
+""")
 
 
 def _ms(ttl_s: float) -> int:
@@ -201,10 +204,7 @@ class RedisState(SharedState):
         self._timeout_s = socket_timeout_s
         self._slots = _Slots(max_connections, pool_timeout_s)
         self._redis = aioredis.Redis(connection_pool=self._pool)
-        self._incr_ttl = self._redis.register_script(_INCR_TTL)
-        self._window_add = self._redis.register_script(_WINDOW_ADD)
-        self._window_get_many = self._redis.register_script(_WINDOW_GET_MANY)
-        self._record_latency = self._redis.register_script(_RECORD_LATENCY)
+        self._batch = CommandBatch(self._redis, self._call)  # one turn's commands, one pipeline
 
     # ---- health ---------------------------------------------------------------------------------
 
@@ -239,6 +239,13 @@ class RedisState(SharedState):
             await self._call(self._redis.delete, *keys[start:start + 1000])
         return len(keys)
 
+    async def _cmd(self, *args: Any) -> Any:
+        """One command, sent with the others of this turn of the loop (gateway/shared_state/redis_batch.py)."""
+        return await self._batch.command(*args)
+
+    async def _script(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        return await self._batch.script(script, keys, args)
+
     async def _call(self, command: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         """Run one Redis command (or script, or pipeline) in a connection slot."""
         async with self._slots:
@@ -252,25 +259,24 @@ class RedisState(SharedState):
 
     async def incr(self, key: str, delta: int = 1, ttl_s: float | None = None) -> int:
         if ttl_s is None:
-            return int(await self._call(self._redis.incrby, key, delta))
-        return int(await self._call(self._incr_ttl, keys=[key], args=[int(delta), _ms(ttl_s)]))
+            return int(await self._cmd("INCRBY", key, delta))
+        return int(await self._script(_INCR_TTL, [key], [int(delta), _ms(ttl_s)]))
 
     async def get_int(self, key: str) -> int:
-        value = await self._call(self._redis.get, key)
+        value = await self._cmd("GET", key)
         return int(value) if value is not None else 0
 
     async def get_ints(self, keys: Sequence[str]) -> list[int]:
         if not keys:
             return []
-        return [int(v) if v is not None else 0 for v in await self._call(self._redis.mget, list(keys))]
+        return [int(v) if v is not None else 0 for v in await self._cmd("MGET", *keys)]
 
     # ---- fixed windows --------------------------------------------------------------------------
 
     async def window_add(self, key: str, amount: int, window_s: float,
                          limit: int | None = None) -> tuple[bool, int]:
-        allowed, total = await self._call(
-            self._window_add, keys=[key],
-            args=[int(amount), _window_arg(window_s), "" if limit is None else int(limit), WINDOW_SLACK_S])
+        args = [int(amount), _window_arg(window_s), "" if limit is None else int(limit), WINDOW_SLACK_S]
+        allowed, total = await self._script(_WINDOW_ADD, [key], args)
         return bool(allowed), int(total)
 
     async def window_get(self, key: str, window_s: float) -> int:
@@ -279,7 +285,7 @@ class RedisState(SharedState):
     async def window_get_many(self, keys: Sequence[str], window_s: float) -> list[int]:
         if not keys:
             return []
-        totals = await self._call(self._window_get_many, keys=list(keys), args=[_window_arg(window_s)])
+        totals = await self._script(_WINDOW_GET_MANY, keys, [_window_arg(window_s)])
         return [int(v) for v in totals]
 
     # ---- strings with a ttl ---------------------------------------------------------------------
@@ -289,47 +295,43 @@ class RedisState(SharedState):
 
     async def _set(self, key: str, value: str | bytes, ttl_s: float) -> None:
         if ttl_s <= 0:
-            await self._call(self._redis.delete, key)
+            await self._cmd("DEL", key)
         else:
-            await self._call(self._redis.set, key, value, px=_ms(ttl_s))
+            await self._cmd("SET", key, value, "PX", _ms(ttl_s))
 
     async def get(self, key: str) -> str | None:
-        value = await self._call(self._redis.get, key)
+        value = await self._cmd("GET", key)
         return value.decode() if value is not None else None
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
         if not keys:
             return []
-        return [v.decode() if v is not None else None for v in await self._call(self._redis.mget, list(keys))]
+        return [v.decode() if v is not None else None for v in await self._cmd("MGET", *keys)]
 
     async def ttl(self, key: str) -> float | None:
-        ms = await self._call(self._redis.pttl, key)
+        ms = await self._cmd("PTTL", key)
         if ms == -2:
             return None
         return math.inf if ms == -1 else ms / 1000
 
     async def delete(self, key: str) -> None:
-        await self._call(self._redis.delete, key)
+        await self._cmd("DEL", key)
 
     # ---- latency --------------------------------------------------------------------------------
 
     async def record_latency(self, key: str, ms: float, ttl_s: float) -> None:
-        await self._call(self._record_latency, keys=[key],
-                         args=[repr(float(ms)), self._latency_samples, _ms(ttl_s)])
+        await self._script(_RECORD_LATENCY, [key], [repr(float(ms)), self._latency_samples, _ms(ttl_s)])
 
     async def latency(self, keys: Sequence[str]) -> list[float | None]:
         if not keys:
             return []
-        pipe = self._redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.lrange(key, 0, -1)
-        series = await self._call(pipe.execute)
+        series = await asyncio.gather(*(self._cmd("LRANGE", key, 0, -1) for key in keys))
         return [sum(map(float, samples)) / len(samples) if samples else None for samples in series]
 
     # ---- cache bytes ----------------------------------------------------------------------------
 
     async def bytes_get(self, key: str) -> bytes | None:
-        value: bytes | None = await self._call(self._redis.get, key)
+        value: bytes | None = await self._cmd("GET", key)
         return value
 
     async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:

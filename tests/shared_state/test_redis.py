@@ -8,7 +8,7 @@ import time
 import redis.asyncio as aioredis
 
 from gateway.shared_state import RedisState
-from gateway.shared_state.redis_state import SOCKET_TIMEOUT_S, redact_url
+from gateway.shared_state.redis_state import REDIS_ERRORS, SOCKET_TIMEOUT_S, redact_url
 from tests.shared_state.conftest import REDIS_URL, delete_prefix, make_redis_state
 
 ONE_WINDOW_S = 10**9
@@ -87,3 +87,33 @@ async def test_a_stall_of_this_process_is_not_taken_for_a_slow_redis(prefix: str
     finally:
         await state.close()
         await delete_prefix(prefix)
+
+
+async def test_the_commands_of_one_turn_share_one_pipeline_and_keep_their_own_answers(prefix: str):
+    state = make_redis_state()
+    try:
+        await state.ping()
+        results = await asyncio.gather(*(state.window_add(prefix + "b", 1, ONE_WINDOW_S, limit=30) for _ in range(50)),
+                                       state.incr(prefix + "n", 5), state.get(prefix + "missing"))
+        assert sorted(total for ok, total in results[:50] if ok) == list(range(1, 31))
+        assert sum(not ok for ok, _ in results[:50]) == 20
+        assert results[50:] == [5, None]
+        pool = state._pool  # 52 commands at once went out on one connection, in one round trip
+        assert len(pool._available_connections) + len(pool._in_use_connections) == 1
+        await state._cmd("RPUSH", prefix + "list", "x")
+        wrong, right = await asyncio.gather(state.get(prefix + "list"), state.get_int(prefix + "n"),
+                                            return_exceptions=True)
+        assert isinstance(wrong, aioredis.ResponseError) and right == 5  # one command's error is its own
+    finally:
+        await state.close()
+        await delete_prefix(prefix)
+
+
+async def test_a_lost_connection_fails_every_command_of_its_batch():
+    state = RedisState("redis://127.0.0.1:1/0")  # nothing listens there
+    try:
+        outcomes = await asyncio.gather(state.incr("k"), state.get("k"), state.window_add("w", 1, 60, limit=1),
+                                        return_exceptions=True)
+        assert all(isinstance(o, REDIS_ERRORS) for o in outcomes), outcomes
+    finally:
+        await state.close()
