@@ -192,7 +192,8 @@ def not_cached(outcome: CacheOutcome) -> DecisionError:
     openai = outcome.full_req.wire == "openai"
     names = [f"'{q.name}'" if q.name else (f"questions[{q.id}]" if openai else f"'{q.id}'") for q in missing]
     listed = ", ".join(names[:MAX_NAMED]) + (f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else "")
-    headers = {"x-decisions-cache-hits": str(outcome.hits), "x-decisions-cache-misses": str(outcome.misses)}
+    headers = {"x-decisions-cache-hits": str(outcome.hits), "x-decisions-cache-misses": str(outcome.misses),
+               "x-should-retry": "false"}  # the answer will not change by asking again (OpenAI's clients read it)
     return DecisionError(status=504, message=f"{CACHE_HEADER}: only-if-cached, and {len(missing)} of {len(questions)} "
                          f"question{'s are' if len(questions) != 1 else ' is'} not in the cache: {listed}. No upstream "
                          "call was made.", type="cache_miss", code="not_cached", headers=headers)

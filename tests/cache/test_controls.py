@@ -70,12 +70,13 @@ def test_only_if_cached_on_system_one_is_a_504_naming_the_missing_questions(gate
 def test_only_if_cached_on_openai_is_a_504_in_openais_envelope(gateway, fake_typesafe):
     state = fresh_state("replay-oa")
     decisions(gateway, state, [OA_REFUND])
-    client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
+    client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1")  # retries on, as by default
     before = len(fake_typesafe.requests)
     unnamed = {k: v for k, v in OA_TONE.items() if k != "name"}
     with pytest.raises(openai.APIStatusError) as caught:
         client.decisions.create(model="jev", input=state, questions=[OA_REFUND, unnamed], extra_headers=REPLAY)
     assert caught.value.status_code == 504 and fake_typesafe.requests[before:] == []
+    assert caught.value.response.headers["x-should-retry"] == "false"  # its client does not ask again
     error = caught.value.body
     assert error["code"] == "not_cached" and "1 of 2" in error["message"] and "questions[1]" in error["message"]
     replayed, http = decisions(gateway, state, [OA_REFUND], headers=REPLAY)
