@@ -337,7 +337,7 @@ class RedisState(SharedState):
     async def bytes_get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys:
             return []
-        values: list[bytes | None] = await self._call(self._redis.mget, list(keys))
+        values: list[bytes | None] = await self._cmd("MGET", *keys)
         return values
 
     async def bytes_set(self, key: str, value: bytes, ttl_s: float) -> None:
@@ -346,13 +346,7 @@ class RedisState(SharedState):
     async def bytes_set_many(self, items: Sequence[tuple[str, bytes, float]]) -> None:
         if not items:
             return
-        pipe = self._redis.pipeline(transaction=False)
-        for key, value, ttl_s in items:
-            if ttl_s <= 0:
-                pipe.delete(key)
-            else:
-                pipe.set(key, value, px=_ms(ttl_s))
-        await self._call(pipe.execute)
+        await asyncio.gather(*(self._set(key, value, ttl_s) for key, value, ttl_s in items))  # one batch
 
     # ---- lifecycle ------------------------------------------------------------------------------
 
