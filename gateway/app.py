@@ -2,6 +2,7 @@
 
 The shared upstream client is created when the app starts (lifespan) and closed when it stops.
 ``local/`` models load in the background from the start; readiness answers 503 until they have.
+SIGHUP reloads the config file (gateway/reload.py).
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.requests import Request
 
-from gateway import __version__, info_routes, passthrough, routes, ui, validate
+from gateway import __version__, info_routes, passthrough, reload, routes, ui, validate
 from gateway.admin import admin_router
 from gateway.config import GatewayConfig, load_config
+from gateway.health.routes import router as health_router
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import logs, metrics_route
 from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
-from gateway.upstream import Upstream, warm_local_models
+from gateway.upstream import Upstream
 
 CONFIG_ENV = "DECISIONS_GATEWAY_CONFIG"  # config path for worker processes (``--workers N``)
 
@@ -38,10 +40,12 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     async def lifespan(app: FastAPI):
         await state.upstream.start()
         await state.start()
-        state.warmup = asyncio.ensure_future(warm_local_models(state.registry.local_model_refs()))
+        state.warmup = asyncio.ensure_future(state.local_models.warm(state.registry.local_model_refs()))
+        remove_sighup = state.reload.install_sighup()  # SIGHUP reloads the config (gateway/reload.py)
         try:
             yield
         finally:
+            remove_sighup()
             state.warmup.cancel()
             await state.close()
             await state.upstream.close()
@@ -53,8 +57,10 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     app.router.routes.extend(validate.ROUTES)  # the server's checks without a call (the UI's playground)
     app.include_router(info_routes.router)
     app.router.routes.extend(metrics_route.ROUTES)  # GET /metrics (gateway/observability)
+    app.include_router(health_router)
     app.router.routes.extend(passthrough.ROUTES)
     app.include_router(admin_router())
+    app.include_router(reload.router)
     app.router.routes.extend(ui.ROUTES)  # the admin UI's static files at /ui
     app.add_middleware(RequestIdMiddleware)
     return app
@@ -87,4 +93,5 @@ def create_app_from_env() -> FastAPI:
     """App factory for uvicorn workers: the config path comes from ``DECISIONS_GATEWAY_CONFIG``, the
     log format and level the CLI chose from the environment."""
     logs.configure_from_env()
+    reload.ignore_sighup_until_started()  # the lifespan installs the reload handler
     return create_app(load_config(os.environ.get(CONFIG_ENV) or None))

@@ -1,6 +1,8 @@
 """``decisions-gateway``: run the proxy, or ``decisions-gateway backend ...`` for the bundled model server.
 
-    decisions-gateway --config config.yaml [--host 0.0.0.0] [--port 4000] [--workers N]
+    decisions-gateway --config config.yaml [--host 0.0.0.0] [--port 4000] [--workers N] [--graceful-timeout S]
+
+SIGTERM stops it gracefully; SIGHUP reloads the config file (gateway/reload.py, gateway/workers.py).
 
 Without ``--config`` the embedded default is served: model ``smollm2`` on the bundled backend.
 """
@@ -18,6 +20,7 @@ from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 4000
+DEFAULT_GRACEFUL_TIMEOUT_S = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 MAX_HEADER_BYTES = 64 * 1024  # the request line and headers of one request (h11; httptools caps at 80 KiB)
 
 
@@ -34,6 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", "-p", type=int, default=DEFAULT_PORT,
                         help=f"port to bind, 0 for any free port (default {DEFAULT_PORT})")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--graceful-timeout", type=float, default=DEFAULT_GRACEFUL_TIMEOUT_S, metavar="SECONDS",
+                        help="on SIGTERM, how long in-flight requests may take to finish before they are "
+                             f"cancelled (default {DEFAULT_GRACEFUL_TIMEOUT_S:g}); then the spend outbox drains "
+                             "and the pools close")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                         help="log level (default info)")
     parser.add_argument("--version", action="version", version=f"decisions-gateway {__version__}")
@@ -56,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.workers < 1:
         print("decisions-gateway: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if not args.graceful_timeout >= 0:
+        print("decisions-gateway: --graceful-timeout must be a number of seconds, 0 or more", file=sys.stderr)
         return 2
     try:
         config = load_config(args.config)
@@ -111,8 +121,12 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 
     print(loaded_line(config), flush=True)
     print(access_line(config), flush=True)
+    from gateway.reload import ignore_sighup_until_started
+
+    ignore_sighup_until_started()
     server = AnnouncingServer(uvicorn_config(create_app(config), config.limits, host=args.host, port=args.port,
-                                             log_level=args.log_level))
+                                             log_level=args.log_level,
+                                             timeout_graceful_shutdown=args.graceful_timeout))
     server.run()
     return 0 if server.started else 1
 
@@ -132,9 +146,13 @@ def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
 
     limits = config.limits or DEFAULT_LIMITS_SETTINGS
     os.environ[HEADER_TIMEOUT_ENV] = str(limits.request_header_timeout_s)  # read by each worker's protocol
-    uvicorn.run("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on",
-                **uvicorn_settings(limits, protocol="gateway.http_protocol:HeaderDeadlineProtocol"))
+    from gateway.workers import run_workers
+
+    run_workers(uvicorn.Config("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
+                               workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on",
+                               timeout_graceful_shutdown=args.graceful_timeout,
+                               **uvicorn_settings(limits, protocol="gateway.http_protocol:HeaderDeadlineProtocol")),
+                os.environ.get(CONFIG_ENV))
     return 0
 
 

@@ -127,6 +127,10 @@ def _check_router(config: GatewayConfig) -> None:
     store = config.general_settings.get("store_content")
     if store is not None and store not in ("none", "digest", "full"):
         raise ConfigError(f"general_settings.store_content: must be none, digest or full, got {store!r}")
+    for key in ("ready_while_db_down", "ready_while_redis_down"):
+        value = config.general_settings.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"general_settings.{key}: must be true or false, got {value!r}")
 
 
 def resolve_env(value: Any, environ: Mapping[str, str], where: str = "") -> Any:

@@ -57,6 +57,8 @@ GENERAL_SETTINGS = frozenset({
     "salt_key", "auto_migrate", "store_content", "limits_on_redis_failure",
     # metrics and traces (gateway/observability)
     "public_metrics", "otel_endpoint", "otel_service_name",
+    # readiness while a dependency is down (gateway/health/readiness.py)
+    "ready_while_db_down", "ready_while_redis_down",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

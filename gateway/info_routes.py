@@ -1,4 +1,4 @@
-"""``GET /v1/models`` and the health routes.
+"""``GET /v1/models`` (the health routes are in gateway/health/).
 
 The models body satisfies both clients at once: OpenAI's list (``object: "list"``, ``data`` of
 ``{id, object: "model", owned_by}``) and System One's (``models`` of ``{name, description,
@@ -8,7 +8,6 @@ release_date}``); Nimble requires both lists. Each model also reports its provid
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -34,32 +33,6 @@ async def list_models(request: Request) -> JSONResponse:
         status, body = openai_wire.render_error(err)
         return JSONResponse(body, status_code=status, headers=err.headers)
     return JSONResponse(models_body(state.registry, identity.models))
-
-
-@router.get("/health/liveliness")
-@router.get("/health/liveness", include_in_schema=False)
-async def liveliness() -> JSONResponse:
-    return JSONResponse({"status": "healthy"})
-
-
-@router.get("/health/readiness")
-async def readiness(request: Request) -> JSONResponse:
-    state: GatewayState = request.app.state.gateway
-    client_ready, loaded = state.upstream.started, state.models_loaded
-    ready = client_ready and loaded
-    body: dict[str, Any] = {"status": "healthy" if ready else "starting", "models": len(state.registry.names),
-            "deployments": len(state.registry.deployments), "upstream_client": "ready" if client_ready else "closed",
-            "local_models": "loaded" if loaded else "loading"}
-    body["database"] = state.spend.status()
-    body["limits"] = state.admission.status()
-    shared = state.shared.status()  # the router's state: memory, or Redis (degraded to memory while away)
-    body["shared_state"] = shared
-    if shared.get("degraded"):
-        body["warnings"] = ["Redis is unreachable: routing state is kept in this process's memory until it is back."]
-    failed = state.warmup.result() if loaded and state.warmup is not None and not state.warmup.cancelled() else {}
-    if failed:
-        body["local_model_errors"] = failed
-    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 def models_body(registry: ModelRegistry, allowed: frozenset[str] | None = None) -> dict:

@@ -14,11 +14,14 @@ from gateway.auth.identity import Authenticator, Entry
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
 from gateway.cache import AnswerCache, cache_settings_of
 from gateway.config import GatewayConfig
+from gateway.health.local_models import LocalModels
+from gateway.health.readiness import Readiness
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import Observer
 from gateway.passthrough import PassthroughSettings
 from gateway.pipeline import Pipeline, RequestRecord
 from gateway.registry import ModelRegistry
+from gateway.reload import Reloader
 from gateway.router import Health, Router
 from gateway.router.settings import router_settings_of
 from gateway.shared_state import SharedState
@@ -61,6 +64,9 @@ class GatewayState:
     admission: Admission = field(init=False)  # rate limits and budgets of keys and teams
     cache: AnswerCache = field(init=False)  # the per-question answer cache (memory, or Redis)
     observer: Observer = field(init=False)  # metrics, the request log line, traces (gateway/observability)
+    local_models: LocalModels = field(init=False)  # each local/ model's load state (gateway/health)
+    readiness: Readiness = field(init=False)  # the checks behind /health/readiness
+    reload: Reloader = field(init=False)  # SIGHUP and POST /config/reload (gateway/reload.py)
 
     def __post_init__(self) -> None:
         config = self.config
@@ -87,6 +93,9 @@ class GatewayState:
         self.cache = AnswerCache.build(cache_settings_of(config))
         self.pipeline.cache = self.cache
         self.observer = Observer(config.general_settings, lambda: self.pipeline)
+        self.local_models = LocalModels()
+        self.readiness = Readiness(self)
+        self.reload = Reloader(self)
 
     @property
     def db(self) -> Database | None:

@@ -2,7 +2,8 @@
 
 Keys (``router:<kind>:<deployment id>``): ``cool`` (the reason, living for the cooldown), ``fails``
 (a fixed window of ``cooldown_time``), ``bad400`` (upstream 400s in a row), ``inflight``,
-``latency``, ``rpm`` and ``tpm`` (fixed one-minute windows). With Redis every gateway process
+``latency``, ``rpm`` and ``tpm`` (fixed one-minute windows), ``last`` (the last outcome of a call,
+for ``/health/providers``: gateway/router/outcomes.py). With Redis every gateway process
 reads and writes the same keys, so a deployment one process cooled is cooled for all.
 
 Only what the group's strategy and caps need is tracked on the hot path: in-flight counts for
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 from gateway.cost import price_for
 from gateway.router import policy
+from gateway.router.outcomes import Outcome, Outcomes, masked
 from gateway.router.settings import GroupPolicy
 from gateway.router.strategies import Candidate
 from gateway.shared_state import SharedState
@@ -43,6 +46,7 @@ class Health:
         self.disable_cooldowns = disable_cooldowns
         self._failing: set[str] = set()  # deployments this process saw fail (their counters to reset)
         self._tasks: set[asyncio.Task] = set()
+        self.outcomes = Outcomes(state)  # the last outcome of each deployment's calls
 
     # ---- reading -----------------------------------------------------------------------------------
 
@@ -76,6 +80,13 @@ class Health:
         key = f"router:cool:{key_of(dep)}"
         return await self.state.get(key), await self.state.ttl(key)
 
+    async def cooldowns(self, deps: Sequence[Deployment]) -> list[tuple[str | None, float | None]]:
+        """``cooldown`` of many deployments: one round trip for the reasons, one more per cooling one."""
+        keys = [f"router:cool:{key_of(dep)}" for dep in deps]
+        reasons = await self.state.get_many(keys)
+        return [(reason, await self.state.ttl(key) if reason is not None else None)
+                for key, reason in zip(keys, reasons)]
+
     # ---- booking -----------------------------------------------------------------------------------
 
     def begin(self, dep: Deployment, group: GroupPolicy) -> None:
@@ -92,6 +103,7 @@ class Health:
     def succeeded(self, dep: Deployment, group: GroupPolicy, latency_ms: float, usage: Usage) -> None:
         self.end(dep, group)
         dep_id = key_of(dep)
+        self._outcome(dep_id, Outcome(True, 200, round(latency_ms, 3), time.time()))
         if group.strategy == "latency-based-routing":
             self._background(self.state.record_latency(f"router:latency:{dep_id}", latency_ms, group.latency_ttl_s))
         tokens = usage.total_tokens
@@ -102,12 +114,15 @@ class Health:
             for kind in ("fails", "bad400", "cool"):
                 self._background(self.state.delete(f"router:{kind}:{dep_id}"))
 
-    async def failed(self, dep: Deployment, group: GroupPolicy, err: DecisionError) -> None:
+    async def failed(self, dep: Deployment, group: GroupPolicy, err: DecisionError,
+                     latency_ms: float | None = None) -> None:
         """Count the failure, and cool the deployment when its policy says so."""
         self.end(dep, group)
+        dep_id = key_of(dep)
+        self._outcome(dep_id, Outcome(False, err.status, round(latency_ms, 3) if latency_ms is not None else None,
+                                      time.time(), err.code or err.type, masked(err.message, dep.api_key)))
         if self.disable_cooldowns:
             return
-        dep_id = key_of(dep)
         self._failing.add(dep_id)
         error_class = policy.error_class(err)
         allowed = group.allowed_fails_policy.get(error_class, group.allowed_fails)
@@ -130,6 +145,11 @@ class Health:
         await self.state.set_until(f"router:cool:{key_of(dep)}", reason, ttl_s)
         log.warning("deployment %s/%s (%s) cooling down for %.1f s: %s", dep.provider, dep.model, key_of(dep),
                     ttl_s, reason)
+
+    def _outcome(self, dep_id: str, outcome: Outcome) -> None:
+        write = self.outcomes.record(dep_id, outcome)
+        if write is not None:
+            self._background(write)
 
     def _background(self, work) -> None:
         task = asyncio.ensure_future(work)

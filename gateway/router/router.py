@@ -278,7 +278,7 @@ class Router:
             result = await calls.call(self.upstream, chunk, dep, attempt.headers if attempt is not None else None)
         except UpstreamError as err:
             _attempt_ended(tally, started, attempt, error=err)
-            await self.health.failed(dep, group_policy, err)
+            await self.health.failed(dep, group_policy, err, (time.perf_counter() - started) * 1000.0)
             raise
         except BaseException as exc:
             _attempt_ended(tally, started, attempt, error=exc)

@@ -1,0 +1,262 @@
+"""Reloading the config file without a restart and without dropping a request.
+
+    kill -HUP <pid>                                   # logs the outcome; an error names the entry
+    curl -X POST -H "Authorization: Bearer $MASTER" http://gateway/config/reload
+                                                      # 200 with what changed, or 400 naming the entry
+
+``Reloader.reload`` reads the file the gateway was started with, validates it as a start would
+(``gateway.config.load_config``: any problem is a ``ConfigError`` naming the entry, and the
+running config stays), builds the new model registry, router settings, router and pipeline in
+full, loads the ``local/`` models the new config adds, and only then swaps them in, in one step
+of the event loop. A request that already began keeps the pipeline it started with (each endpoint
+holds its own reference), so in-flight requests finish on the old config while new ones take the
+new one. The new pipeline is a copy of the old one: the upstream client, the auth, the limits, the
+spend log, the request log and the router's health state are shared, not rebuilt.
+
+What a process binds at start is not changed by a reload: the database and Redis connections,
+the master key and the key salt, spend logging, the connection-level limits and the answer
+cache's settings (``litellm_settings.cache``, ``cache_params``, a group's ``model_info.cache``).
+A reload that changes one of them keeps the running value, says so in ``restart_required`` (and
+in a warning line); ``state.config`` is the config in force.
+
+Under ``--workers N`` the parent process validates the file on SIGHUP and forwards the signal to
+every worker (gateway/workers.py); ``POST /config/reload`` reloads the worker that answered and
+then signals the parent, so every worker reloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from gateway.admin.common import AdminRoute, error_response
+from gateway.auth.errors import PermissionDenied
+from gateway.config import ConfigError, GatewayConfig, build_limits_settings, load_config
+from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.pipeline import Pipeline
+from gateway.registry import ModelRegistry
+from gateway.router import Router, key_of
+from gateway.router.settings import RouterSettings, router_settings_of
+from translators.errors import DecisionError
+
+if TYPE_CHECKING:
+    from gateway.state import GatewayState
+
+log = logging.getLogger("gateway.reload")
+
+SUPERVISOR_ENV = "DECISIONS_GATEWAY_SUPERVISOR_PID"  # set for the workers of ``--workers N``
+
+# Bound at start: a reload keeps the running value and reports the key under restart_required.
+START_BOUND = {
+    "general_settings": frozenset({
+        "master_key", "salt_key", "database_url", "redis_url", "redis_host", "redis_port", "redis_password",
+        "auto_migrate", "disable_spend_logs", "store_content", "database_connection_pool_limit",
+        "database_connection_timeout", "limits_on_redis_failure", "max_upstream_response_bytes",
+        "request_header_timeout_s", "keep_alive_timeout_s", "max_concurrent_heavy_decodes",
+        "max_concurrent_connections", "otel_endpoint"}),
+    "router_settings": frozenset({"redis_url", "redis_host", "redis_port", "redis_password"}),
+    "litellm_settings": frozenset({"cache", "cache_params"}),
+}
+
+
+@dataclasses.dataclass
+class Built:
+    config: GatewayConfig
+    registry: ModelRegistry
+    settings: RouterSettings
+    pipeline: Pipeline
+    restart_required: list[str]
+
+
+def in_force(old: GatewayConfig, new: GatewayConfig) -> tuple[GatewayConfig, list[str]]:
+    """``new`` with the start-bound keys of ``old``, and the names of those that differed."""
+    changed: list[str] = []
+    sections: dict[str, dict[str, Any]] = {}
+    for section, keys in START_BOUND.items():
+        before, after = getattr(old, section), dict(getattr(new, section))
+        for key in sorted(keys):
+            if before.get(key) != after.get(key):
+                changed.append(f"{section}.{key}")
+            if key in before:
+                after[key] = before[key]
+            else:
+                after.pop(key, None)
+        sections[section] = after
+    before_cache, after_cache = _cache_of_groups(old), _cache_of_groups(new)
+    if any(before_cache.get(name, NO_CACHE_KEYS) != after_cache.get(name, NO_CACHE_KEYS)
+           for name in {*before_cache, *after_cache}):
+        changed.append("model_list[].model_info.cache")
+    merged = dataclasses.replace(new, general_settings=sections["general_settings"],
+                                 router_settings=sections["router_settings"],
+                                 litellm_settings=sections["litellm_settings"])
+    merged.limits = build_limits_settings(merged.general_settings)
+    return merged, changed
+
+
+NO_CACHE_KEYS = (None, None)
+
+
+def _cache_of_groups(config: GatewayConfig) -> dict[str, tuple[Any, Any]]:
+    """The answer cache's per-group switches (read by the cache once at start)."""
+    return {dep.model_name: ((dep.model_info or {}).get("cache"), (dep.model_info or {}).get("cache_ttl"))
+            for dep in config.deployments}
+
+
+def build(state: GatewayState, new: GatewayConfig) -> Built:
+    """Everything a request needs from the new config, built beside the running one."""
+    config, restart_required = in_force(state.config, new)
+    registry = ModelRegistry.from_config(config)
+    try:
+        settings = router_settings_of(config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    old = state.pipeline
+    router = Router(registry, settings, old.router.health, state.upstream, rng=old.router.rng)
+    pipeline = copy.copy(old)  # shares the upstream, auth, limits, spend log, request log, background tasks
+    pipeline.registry, pipeline.router = registry, router
+    pipeline.limits, pipeline.settings = config.request_limits, config.limits or DEFAULT_LIMITS_SETTINGS
+    return Built(config, registry, settings, pipeline, restart_required)
+
+
+def groups_of(registry: ModelRegistry) -> dict[str, frozenset[str]]:
+    return {name: frozenset(key_of(dep) for dep in registry.group(name)) for name in registry.names}
+
+
+class Reloader:
+    """One per process: ``reload()`` (serialised), its SIGHUP handler, and what readiness shows of it."""
+
+    def __init__(self, state: GatewayState):
+        self.state = state
+        source = state.config.source
+        self.path: Path | None = Path(source).resolve() if not source.startswith("<") else None
+        self.generation = 1
+        self.loaded_at = time.time()
+        self.last_error: str | None = None
+        self._lock = asyncio.Lock()
+        self._signalled: set[asyncio.Task[None]] = set()
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": str(self.path) if self.path else self.state.config.source,
+                               "generation": self.generation, "loaded_at": self.loaded_at}
+        if self.last_error:
+            out["last_reload_error"] = self.last_error
+        return out
+
+    async def reload(self) -> dict[str, Any]:
+        """Read, validate, build, warm, swap; ``ConfigError`` (nothing changed) when the file is unusable."""
+        async with self._lock:
+            if self.path is None:
+                raise ConfigError("there is no config file to reload: the gateway was started without --config")
+            try:
+                new = await asyncio.to_thread(load_config, self.path)
+                built = build(self.state, new)
+            except ConfigError as exc:
+                self.last_error = str(exc)
+                raise
+            local_errors = await self.state.local_models.warm(built.registry.local_model_refs())
+            before = groups_of(self.state.registry)
+            self._swap(built)
+            after = groups_of(built.registry)
+        summary: dict[str, Any] = {
+            "status": "reloaded", "source": str(self.path), "generation": self.generation,
+            "models": list(built.registry.names),
+            "added": [name for name in after if name not in before],
+            "removed": [name for name in before if name not in after],
+            "changed": [name for name in after if name in before and after[name] != before[name]],
+            "restart_required": built.restart_required,
+        }
+        if local_errors:
+            summary["local_model_errors"] = local_errors
+        log.info("config reloaded from %s (generation %d): %d models; added %s, removed %s, changed %s",
+                 self.path, self.generation, len(summary["models"]), summary["added"] or "none",
+                 summary["removed"] or "none", summary["changed"] or "none")
+        if built.restart_required:
+            log.warning("config reload: %s changed but only take effect after a restart; the running values "
+                        "stay", ", ".join(built.restart_required))
+        return summary
+
+    def _swap(self, built: Built) -> None:
+        """One step of the event loop: requests that started before keep the old pipeline."""
+        state = self.state
+        state.config, state.registry, state.pipeline = built.config, built.registry, built.pipeline
+        built.pipeline.router.health.disable_cooldowns = built.settings.disable_cooldowns
+        self.generation += 1
+        self.loaded_at = time.time()
+        self.last_error = None
+
+    # ---- SIGHUP ----------------------------------------------------------------------------------
+
+    def install_sighup(self) -> Callable[[], None]:
+        """Reload on SIGHUP (main thread only: a gateway served from a thread has no signals); returns
+        the function that removes the handler."""
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGHUP"):
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGHUP, self._on_signal)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return lambda: None
+
+        def remove() -> None:
+            loop.remove_signal_handler(signal.SIGHUP)
+
+        return remove
+
+    def _on_signal(self) -> None:
+        task = asyncio.ensure_future(self._reload_logged())
+        self._signalled.add(task)
+        task.add_done_callback(self._signalled.discard)
+
+    async def _reload_logged(self) -> None:
+        try:
+            await self.reload()
+        except ConfigError as exc:
+            log.error("config reload on SIGHUP failed; the running config stays: %s", exc)
+        except Exception:  # a gateway bug: say it, keep serving the running config
+            log.exception("config reload on SIGHUP failed; the running config stays")
+
+
+def ignore_sighup_until_started() -> None:
+    """A SIGHUP before the app has installed its handler must not end the process (SIGHUP's default)."""
+    if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def signal_supervisor() -> bool:
+    """Under ``--workers N``: ask the parent to reload every worker (it validates and forwards SIGHUP)."""
+    raw = os.environ.get(SUPERVISOR_ENV, "")
+    if not raw.isdigit() or int(raw) != os.getppid():
+        return False
+    os.kill(int(raw), signal.SIGHUP)
+    return True
+
+
+router = APIRouter(route_class=AdminRoute, tags=["operations"])
+
+
+@router.post("/config/reload", summary="Reload the config file (the master key only)")
+async def config_reload(request: Request) -> JSONResponse:
+    if not request.state.admin_identity.is_master:
+        raise PermissionDenied("Only the master key may reload the config.", code="admin_only")
+    state: GatewayState = request.app.state.gateway
+    try:
+        summary = await state.reload.reload()
+    except ConfigError as exc:
+        return error_response(DecisionError(status=400, message=f"The config was not reloaded; the running "
+                                            f"config stays. {exc}", type="invalid_request_error",
+                                            code="invalid_config"))
+    if signal_supervisor():
+        summary["workers"] = "every worker reloads: SIGHUP was sent to the parent process"
+    return JSONResponse(summary)
