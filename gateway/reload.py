@@ -124,6 +124,7 @@ def build(state: GatewayState, new: GatewayConfig) -> Built:
         raise ConfigError(str(exc)) from None
     old = state.pipeline
     router = Router(registry, settings, old.router.health, state.upstream, rng=old.router.rng)
+    router.tracing = old.router.tracing  # the spans of each attempt, when traces are on
     pipeline = copy.copy(old)  # shares the upstream, auth, limits, spend log, request log, background tasks
     pipeline.registry, pipeline.router = registry, router
     pipeline.limits, pipeline.settings = config.request_limits, config.limits or DEFAULT_LIMITS_SETTINGS
