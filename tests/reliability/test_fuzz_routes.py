@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.typesafe import FakeTypeSafe
-from tests.reliability.wire_checks import ADMIN, OPENAI, STATUSES, SYSTEMONE, problem
+from tests.reliability.wire_checks import ADMIN, OPENAI, STATUSES, SYSTEMONE, admin_routes, problem
 from tests.security.helpers import gateway_with_env
 
 MASTER = "sk-master-fuzz-0123456789abcdef"
@@ -153,24 +153,6 @@ def test_pass_throughs_answer_random_requests_in_their_envelope(fuzzed, sub, met
     assert response.headers.get("x-request-id")
     payload = response.json()  # the gateway's own errors in System One's envelope, or the upstream's answer
     assert isinstance(payload, dict) and ({"detail", "answers", "models"} & set(payload)), payload
-
-
-def admin_routes() -> list[tuple[str, str]]:
-    from gateway.admin import admin_router
-    from gateway.reload import router as reload_router
-
-    found = []
-
-    def walk(routes) -> None:
-        for route in routes:
-            inner = getattr(route, "original_router", None)  # an included router
-            if inner is not None:
-                walk(inner.routes)
-            for method in sorted(getattr(route, "methods", None) or ()):
-                found.append((method, route.path))
-
-    walk([*admin_router().routes, *reload_router.routes])
-    return found
 
 
 ADMIN_ROUTES = admin_routes()

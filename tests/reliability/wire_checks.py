@@ -5,7 +5,7 @@
 * every answer carries an ``x-request-id`` and a JSON object body, and no 500 (nor any status the
   gateway never gives: 1xx, 3xx, 0);
 * ``systemone`` (System One, the ``/typesafe/...`` pass-through): 200 -> ``answers`` an object of typed
-  answers; an error -> ``{"detail": {"message", "error_type"}}`` or, for a 422, FastAPI's ``detail`` list
+  answers (a validate route: ``{"valid": true, ...}``); an error -> ``{"detail": {"message", "error_type"}}`` or, for a 422, FastAPI's ``detail`` list
   of ``{loc, msg, type}``;
 * ``openai`` (OpenAI Decisions, and the admin API, which answers in OpenAI's error envelope): 200 ->
   ``answers`` a list of named typed answers (admin: any JSON); an error -> ``{"error": {"message",
@@ -54,6 +54,8 @@ def problem(wire: str, status: int, headers: Mapping[str, str], body: bytes) -> 
 
 
 def _answers_problem(wire: str, payload: dict[str, Any]) -> str | None:
+    if payload.get("valid") is True and "answers" not in payload:  # a validate route's verdict
+        return None
     answers = payload.get("answers")
     if wire == SYSTEMONE:
         if not isinstance(answers, dict) or not all(isinstance(a, dict) and "type" in a for a in answers.values()):
@@ -129,3 +131,22 @@ async def drive(base: str, requests: Iterable[Request], *, concurrency: int = 16
 def bad(answers: Iterable[Answer]) -> list[tuple[str, int, str | None]]:
     """The answers that are not well formed (path, status, why), for an assertion message."""
     return [(a.path, a.status, a.problem) for a in answers if a.problem is not None]
+
+
+def admin_routes() -> list[tuple[str, str]]:
+    """(method, path) of every admin route the gateway mounts (the admin API and /config/reload)."""
+    from gateway.admin import admin_router
+    from gateway.reload import router as reload_router
+
+    found = []
+
+    def walk(routes) -> None:
+        for route in routes:
+            inner = getattr(route, "original_router", None)  # an included router
+            if inner is not None:
+                walk(inner.routes)
+            for method in sorted(getattr(route, "methods", None) or ()):
+                found.append((method, route.path))
+
+    walk([*admin_router().routes, *reload_router.routes])
+    return found
