@@ -1,30 +1,49 @@
-"""bench/backend.py on a tiny grid: it runs both ways on the real model and rewrites only its own section."""
+"""bench/backend.py on a tiny grid: it runs both ways on the real model, prints one table whose shares of the
+peak are the ones it writes, and rewrites only its own section."""
 
 from __future__ import annotations
 
-import argparse
+import re
 
 from bench import backend as bench
 
 
-def test_the_benchmark_measures_both_ways_and_rewrites_only_its_own_subsection(tmp_path, monkeypatch):
-    args = argparse.Namespace(model="default", device="cpu", dtype="float32", inputs=[20], questions=[1, 3],
-                              repeats=1, naive_repeats=1)
-    rows, env = bench.run(args)
+def test_the_benchmark_measures_both_ways_prints_one_table_and_rewrites_only_its_own_subsection(
+        tmp_path, monkeypatch, capsys):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Upstream client\n\nkept\n\n## Bundled backend\n\nintro\n\n"
+                   "### cuda, bfloat16\n\ngpu rows\n\n### cpu, float32\n\nold cpu rows\n\n## Later\n\nkept too\n")
+    monkeypatch.setattr(bench, "DOC", doc)
+    measured = []
+    real_run = bench.run
+    monkeypatch.setattr(bench, "run", lambda args: measured.append(real_run(args)) or measured[-1])  # the real run
+    assert bench.main(["--device", "cpu", "--dtype", "float32", "--inputs", "20", "--questions", "1", "3",
+                       "--repeats", "1"]) == 0
+
+    rows, env = measured[0]
     assert [(r["input_tokens"], r["questions"]) for r in rows] == [(20, 1), (20, 3)]
     one, three = rows
     assert one["shared_prefix"] == 0 and three["shared_prefix"] > 20  # the template head and the input
     for r in rows:
         assert r["ours_ms"] > 0 and r["naive_ms"] > 0 and r["ours_gflops"] > 0 and r["naive_gflops"] > 0
         assert r["ours_qps"] == r["questions"] / r["ours_ms"] * 1000.0
-    assert env["peak_gflops"] > 0 and env["device"] == "cpu" and env["dtype"] == "float32"
+    assert env["peak_gflops"] == max(env["peak_before_gflops"], env["peak_after_gflops"]) > 0
+    assert env["device"] == "cpu" and env["dtype"] == "float32"
 
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text("# Benchmarks\n\n## Upstream client\n\nkept\n\n## Bundled backend\n\nintro\n\n"
-                   "### cuda, bfloat16\n\ngpu rows\n\n### cpu, float32\n\nold cpu rows\n\n## Later\n\nkept too\n")
-    monkeypatch.setattr(bench, "DOC", doc)
-    bench.write_section(bench.subsection(rows, env), bench.device_kind(env))
     text = doc.read_text()
     assert "old cpu rows" not in text and "| 20 | 3 |" in text
     assert "gpu rows" in text and "kept\n" in text and "## Later\n\nkept too" in text
     assert text.index("### cuda, bfloat16") < text.index("### cpu, float32") < text.index("## Later")
+
+    # One figure per run: the progress lines carry no share of the peak (it is final only after the grid), and
+    # the one table printed is the one written, each share of the single peak it names.
+    printed = capsys.readouterr().out
+    progress = [line for line in printed.splitlines() if line.startswith("measured: ")]
+    assert len(progress) == 2 and "%" not in "".join(progress)
+    assert printed.count("| input tokens |") == 1 and text.count("| input tokens |") == 1
+    shares = re.findall(r"\| (\d+) \((\d+) %\) \|", printed)
+    assert len(shares) == 2 and shares == re.findall(r"\| (\d+) \((\d+) %\) \|", text)
+    peak = re.search(r"\*\*(\d+) GFLOP/s\*\*", text)
+    assert peak and int(peak.group(1)) == round(env["peak_gflops"])
+    for (gflops, share), r in zip(shares, rows, strict=True):
+        assert int(gflops) == round(r["ours_gflops"]) and int(share) == round(100 * r["ours_gflops"] / env["peak_gflops"])
