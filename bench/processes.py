@@ -89,3 +89,50 @@ def pinned_to(cores: set[int] | None):
     if cores is None:
         return None
     return lambda: os.sched_setaffinity(0, cores)
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process under it (a server's workers), from /proc/<pid>/task/*/children."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo.extend(int(child) for child in task.read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+def tree_rss_mib(pid: int) -> float:
+    """VmRSS of a process and its descendants together, in MiB (shared pages counted once per process)."""
+    total = 0.0
+    for member in descendants(pid):
+        try:
+            total += rss_mib(member)[0]
+        except OSError:  # gone meanwhile
+            continue
+    return total
+
+
+def http_json(method: str, url: str, body: dict | None = None, token: str | None = None,
+              timeout: float = 30) -> tuple[int, dict]:
+    """(status, decoded JSON body) of one request; an HTTP error status is returned, not raised."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+    try:
+        decoded = json.loads(raw) if raw else {}
+    except ValueError:
+        decoded = {"raw": raw[:300].decode(errors="replace")}
+    return status, decoded if isinstance(decoded, dict) else {"value": decoded}

@@ -1,5 +1,7 @@
 """The zero-delay upstream of bench/gateway.py, in its own process: TypeSafe's ``/v1/systemone`` and
-OpenAI's ``/v1/decisions`` answering every question asked with a precomputed valid answer.
+OpenAI's ``/v1/decisions`` answering every question asked with a precomputed valid answer, and
+``GET /calls``: how many decision calls it has answered, those that carried ``UPSTREAM_KEY`` (a gateway's)
+apart from the others (a benchmark of cache hits checks how many reached it).
 
     python -m bench.zero_delay_upstream PORT
 """
@@ -10,6 +12,7 @@ import json
 import sys
 
 HOST = "127.0.0.1"
+UPSTREAM_KEY = "bench-upstream-key"  # what the gateways under test send; the load client sends another
 
 # ---- the request bodies -----------------------------------------------------------------------
 
@@ -64,11 +67,18 @@ def serve_upstream(port: int) -> None:
     """TypeSafe ``/v1/systemone`` and OpenAI ``/v1/decisions``: parse the body, answer each question asked."""
     from aiohttp import web
 
+    calls = {"gateway": 0, "direct": 0}
+    gateway_auth = f"Bearer {UPSTREAM_KEY}"
+
+    def count(request: web.Request) -> None:
+        calls["gateway" if request.headers.get("Authorization") == gateway_auth else "direct"] += 1
+
     def reply(status: int, payload: dict, request_id: str) -> web.Response:
         return web.Response(status=status, body=json.dumps(payload).encode(), content_type="application/json",
                             headers={request_id: "req-bench"})
 
     async def systemone(request: web.Request) -> web.Response:
+        count(request)
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -80,6 +90,7 @@ def serve_upstream(port: int) -> None:
                            "usage": {"input_tokens": len(raw) // 4, "output_tokens": 0}}, "x-typesafe-request-id")
 
     async def decisions(request: web.Request) -> web.Response:
+        count(request)
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -92,7 +103,11 @@ def serve_upstream(port: int) -> None:
                            "usage": {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0},
                                      "output_tokens": 0, "total_tokens": tokens}}, "x-request-id")
 
+    async def counts(request: web.Request) -> web.Response:
+        return web.json_response(calls)
+
     app = web.Application()
+    app.router.add_get("/calls", counts)
     app.router.add_post("/v1/systemone", systemone)
     app.router.add_post("/v1/decisions", decisions)
     web.run_app(app, host=HOST, port=port, print=None, access_log=None)
