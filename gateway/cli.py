@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "and the pools close")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                         help="log level (default info)")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="text lines on stderr, or one JSON object a line on stdout (default text); "
+                             "keys are redacted in both")
     parser.add_argument("--version", action="version", version=f"decisions-gateway {__version__}")
     return parser
 
@@ -61,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"keys": admin_cli.keys_main, "teams": admin_cli.teams_main, "spend": admin_cli.spend_main}
         return commands[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
+    from gateway.observability import logs
+
+    logs.configure(args.log_format, args.log_level)
     if args.workers < 1:
         print("decisions-gateway: --workers must be at least 1", file=sys.stderr)
         return 2
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"decisions-gateway: config error: {exc}", file=sys.stderr)
+        say(f"decisions-gateway: config error: {exc}", error=True)
         return 2
     if args.workers > 1:
         return serve_workers(args, config)
@@ -117,10 +123,10 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
             await super().startup(sockets=sockets)
             if self.started:
                 where = f"http://{_display_host(args.host)}:{_bound_port(self, args.port)}"
-                print(f"decisions-gateway listening on {where}", flush=True)
+                say(f"decisions-gateway listening on {where}")
 
-    print(loaded_line(config), flush=True)
-    print(access_line(config), flush=True)
+    say(loaded_line(config))
+    say(access_line(config))
     from gateway.reload import ignore_sighup_until_started
 
     ignore_sighup_until_started()
@@ -138,14 +144,17 @@ def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
 
     if args.config:
         os.environ[CONFIG_ENV] = os.path.abspath(args.config)
-    print(loaded_line(config), flush=True)
-    print(access_line(config), flush=True)
-    print(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} "
-          f"with {args.workers} workers", flush=True)
+    say(loaded_line(config))
+    say(access_line(config))
+    say(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} with {args.workers} workers")
     from gateway.http_protocol import HEADER_TIMEOUT_ENV
 
     limits = config.limits or DEFAULT_LIMITS_SETTINGS
     os.environ[HEADER_TIMEOUT_ENV] = str(limits.request_header_timeout_s)  # read by each worker's protocol
+    from gateway.observability.multiproc import use_metrics_folder
+
+    folder = use_metrics_folder()  # every worker's metrics in one folder (removed at exit), summed by a scrape
+    say(f"decisions-gateway: the metrics of the {args.workers} workers are kept in {folder}")
     from gateway.workers import run_workers
 
     run_workers(uvicorn.Config("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
@@ -172,6 +181,8 @@ def uvicorn_settings(limits: LimitsSettings | None, protocol: object = None) -> 
         # header (and skips the per-request middleware that would read them); no Server banner.
         "proxy_headers": False,
         "server_header": False,
+        # uvicorn's lines go through the gateway's log handler (--log-format; gateway/observability/logs.py)
+        "log_config": None,
     }
 
 
@@ -183,6 +194,13 @@ def uvicorn_config(app: Any, limits: LimitsSettings | None, **options: Any):
     config = uvicorn.Config(app, access_log=False, lifespan="on", **{**uvicorn_settings(limits), **options})
     config.request_header_timeout_s = limits.request_header_timeout_s  # type: ignore[attr-defined]  # read by the header deadline protocol
     return config
+
+
+def say(text: str, *, error: bool = False) -> None:
+    """A start-up line, in the chosen log format."""
+    from gateway.observability.logs import announce
+
+    announce(text, error=error)
 
 
 def _bound_port(server, requested: int) -> int:

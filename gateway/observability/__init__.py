@@ -138,6 +138,7 @@ class Observer:
             from gateway.observability.multiproc import worker_exited
 
             worker_exited()
+        await asyncio.to_thread(logs.flush)
 
 
 def request_fields(ctx: Any, total_s: float, upstream_ms: float, cache: tuple[int, int, float | None]) -> dict:

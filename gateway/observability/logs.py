@@ -41,10 +41,11 @@ UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 
 # No pattern takes a quote or a backslash, so redacting a JSON line keeps it JSON.
 _PATTERNS = (
-    (re.compile(r"sk-[A-Za-z0-9_\-]{4,}"), "sk-" + REDACTED),
+    (re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{4,}"), "sk-" + REDACTED),
     (re.compile(r"\b([Bb]earer|BEARER|Basic)\s+[A-Za-z0-9._~+/=\-]+"), r"\1 " + REDACTED),
     (re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|master[_-]?key|salt[_-]?key|password|secret|token)"
-                r"[\"']?\s*[:=]\s*[\"']?)(?!\[redacted\])[^\s\"'\\,;&}\]]+"), r"\1" + REDACTED),
+                r"[\"']?\s*[:=]\s*[\"']?)(?!\[redacted\])(?=[^\s\"'\\,;&}\]]*[0-9])[^\s\"'\\,;&}\]]{6,}"),
+     r"\1" + REDACTED),  # a value with a digit: "api_key: environment variable ..." is a message, not a key
     (re.compile(r"(://[^/\s:@\"\\]+:)[^@\s/\"\\]+@"), r"\1" + REDACTED + "@"),
 )
 # Cheap tests first (substring search runs at C speed; the patterns above cost ~30 us a line).
@@ -185,7 +186,9 @@ class Writer:
                 except queue.Empty:
                     break
             stop = batch[-1] is None
-            lines = [self._format(record) for record in batch if record is not None]
+            flushed = [item for item in batch if isinstance(item, threading.Event)]
+            lines = [self._format(record) for record in batch
+                     if record is not None and not isinstance(record, threading.Event)]
             if self.dropped:
                 dropped, self.dropped = self.dropped, 0
                 lines.append(self._format(logging.LogRecord(
@@ -197,6 +200,8 @@ class Writer:
                     self.stream.flush()
                 except (OSError, ValueError):  # a closed or broken output: the lines are lost, not the gateway
                     pass
+            for event in flushed:
+                event.set()
             if stop:
                 return
 
@@ -206,6 +211,12 @@ class Writer:
         except Exception as exc:  # noqa: BLE001 - one unformattable record must not stop the writer
             return f"(a log record of {getattr(record, 'name', '?')} could not be formatted: {type(exc).__name__})"
 
+    def flush(self, timeout: float) -> bool:
+        """Wait (up to ``timeout``) until what was queued before has been written."""
+        done = threading.Event()
+        self.queue.put(done)
+        return done.wait(timeout)
+
     def stop(self) -> None:
         """Write what is queued, then end the thread."""
         self.queue.put(None)
@@ -213,15 +224,17 @@ class Writer:
 
 
 _installed: tuple[QueuedHandler, Writer] | None = None
+_before: tuple[int, dict[str, str | None]] = (logging.WARNING, {})  # the root level and env before configure
 
 
 def configure(fmt: str = "text", level: str = "info", stream: Any = None) -> None:
     """The queued handler on the root logger (replacing one installed before); uvicorn's loggers
     propagate to it. The choice is kept in the environment for worker processes."""
-    global _installed
+    global _installed, _before
     if fmt not in FORMATS:
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}")
     unconfigure()
+    _before = (logging.getLogger().level, {name: os.environ.get(name) for name in (FORMAT_ENV, LEVEL_ENV)})
     writer = Writer(JsonFormatter() if fmt == "json" else TextFormatter(),
                     stream or (sys.stdout if fmt == "json" else sys.stderr))
     handler = QueuedHandler(writer)
@@ -242,8 +255,23 @@ def unconfigure() -> None:
     if _installed is not None:
         handler, writer = _installed
         _installed = None
-        logging.getLogger().removeHandler(handler)
+        root = logging.getLogger()
+        root.removeHandler(handler)
         writer.stop()
+        level, environ = _before
+        root.setLevel(level)
+        for name, value in environ.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def flush(timeout: float = 2.0) -> None:
+    """Write what is queued now (at shutdown: a process that dies of the signal it was stopped
+    with runs no exit handler)."""
+    if _installed is not None:
+        _installed[1].flush(timeout)
 
 
 def configure_from_env() -> None:

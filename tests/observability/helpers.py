@@ -123,9 +123,9 @@ class GatewayProcess:
                 pass
 
     def stop(self) -> int:
-        """SIGINT, as an operator's Ctrl-C; every line it wrote is in ``lines`` after."""
+        """SIGTERM, as an orchestrator stops it; every line it wrote is in ``lines`` after."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGINT)
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
