@@ -199,4 +199,5 @@ spend_logs = SpendLog.__table__
 daily_spend = DailySpend.__table__
 
 # The spend_logs columns a row dict may carry (the outbox's rows); anything else is refused at append.
-SPEND_LOG_COLUMNS: frozenset[str] = frozenset(str(c.name) for c in SpendLog.__table__.columns)  # plain str (orjson keys)
+# Plain str, not SQLAlchemy's quoted_name: orjson takes only str keys.
+SPEND_LOG_COLUMNS: frozenset[str] = frozenset(str(c.name) for c in SpendLog.__table__.columns)
