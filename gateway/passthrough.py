@@ -187,7 +187,7 @@ def requested_model(body: bytes, default: str = TYPESAFE_DEFAULT_MODEL) -> str:
     """The model a JSON request asked for (``default`` when it names none or is not JSON)."""
     try:
         model = json.loads(body).get("model")
-    except (ValueError, UnicodeDecodeError, AttributeError):
+    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):  # nested past the parser's stack
         model = None
     return model[:200] if isinstance(model, str) and model else default
 

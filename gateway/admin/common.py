@@ -25,12 +25,13 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
+from starlette.exceptions import HTTPException  # what FastAPI raises for a body it cannot parse
 from starlette.responses import Response
 
 from gateway.admin.service import Admin

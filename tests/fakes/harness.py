@@ -307,5 +307,5 @@ def _json_or_none(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a hostile test's deeply nested body
         return None
