@@ -8,6 +8,7 @@ SIGHUP reloads the config file (gateway/reload.py).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 from contextlib import asynccontextmanager
@@ -42,6 +43,8 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
         await state.start()
         state.warmup = asyncio.ensure_future(state.local_models.warm(state.registry.local_model_refs()))
         remove_sighup = state.reload.install_sighup()  # SIGHUP reloads the config (gateway/reload.py)
+        gc.collect()
+        gc.freeze()  # what start-up made lives as long as the process: out of every later collection
         try:
             yield
         finally:
