@@ -60,6 +60,29 @@ class Bound:
         return child
 
 
+class Row:
+    """The children one kind of request (route, group, deployment, provider, team, alias, status)
+    updates, found with one look-up; those of the upstream, tokens and spend bound at first use."""
+
+    __slots__ = ("key", "requests", "duration", "overhead", "upstream", "tokens_in", "tokens_out", "spend")
+
+    def __init__(self, key: tuple[Any, ...], requests: Any, duration: Any, overhead: Any):
+        self.key = key
+        self.requests, self.duration, self.overhead = requests, duration, overhead
+        self.upstream = self.tokens_in = self.tokens_out = self.spend = None
+
+    def bind(self, metrics: Metrics, name: str) -> Any:
+        usage = self.key[1:6]  # model group, deployment, provider, team, key alias
+        if name == "upstream":
+            child = metrics.upstream(*usage[:3])
+        elif name == "spend":
+            child = metrics.spend(*usage)
+        else:
+            child = metrics.tokens(*usage, "input" if name == "tokens_in" else "output")
+        setattr(self, name, child)
+        return child
+
+
 class Metrics:
     def __init__(self, registry: Any):
         self.multiprocess = multiprocess()
@@ -110,6 +133,7 @@ class Metrics:
                              ("model_group", "deployment", "provider"), "mostrecent")
         self.in_flight = Gauge(PREFIX + "requests_in_flight", "Requests being answered now.", registry=reg,
                                multiprocess_mode="livesum")
+        self._rows: dict[tuple[Any, ...], Row] = {}
         self.outbox = Gauge(PREFIX + "spend_outbox_depth", "Spend rows waiting in the durable outbox for the "
                             "database.", registry=reg, multiprocess_mode="livesum")
 
@@ -122,19 +146,20 @@ class Metrics:
         group = labeller.group(ctx.model_group)
         deployment, provider = labeller.deployment(ctx.deployment)
         alias, team = caller_labels(ctx.identity)
-        route = route_label(ctx.route)
-        self.requests(route, group, deployment, provider, team, alias, ctx.status).inc()
-        self.duration(route, group).observe(total_s)
-        self.overhead(route).observe(max(0.0, total_s - upstream_s))
+        key = (route_label(ctx.route), group, deployment, provider, team, alias, ctx.status)
+        row = self._rows.get(key) or self._row(key)
+        row.requests.inc()
+        row.duration.observe(total_s)
+        row.overhead.observe(max(0.0, total_s - upstream_s))
         if upstream_s:
-            self.upstream(group, deployment, provider).observe(upstream_s)
+            (row.upstream or row.bind(self, "upstream")).observe(upstream_s)
         if usage is not None:
             if usage.input_tokens:
-                self.tokens(group, deployment, provider, team, alias, "input").inc(usage.input_tokens)
+                (row.tokens_in or row.bind(self, "tokens_in")).inc(usage.input_tokens)
             if usage.output_tokens:
-                self.tokens(group, deployment, provider, team, alias, "output").inc(usage.output_tokens)
+                (row.tokens_out or row.bind(self, "tokens_out")).inc(usage.output_tokens)
         if ctx.cost:
-            self.spend(group, deployment, provider, team, alias).inc(ctx.cost)
+            (row.spend or row.bind(self, "spend")).inc(ctx.cost)
         if hits:
             self.cache_hits(group).inc(hits)
             if saved:
@@ -155,6 +180,11 @@ class Metrics:
                 self.budget_exceeded(error.scope, team, alias).inc()
         if ctx.settled is not None:
             self.budgets(ctx.settled, ctx.cost, alias, team)
+
+    def _row(self, key: tuple[Any, ...]) -> Row:
+        route, group = key[0], key[1]
+        row = self._rows[key] = Row(key, self.requests(*key), self.duration(route, group), self.overhead(route))
+        return row
 
     def budgets(self, ticket: Any, cost: float | None, alias: str, team: str) -> None:
         """The remaining budgets from the ticket's budget holds: the period's spend and the

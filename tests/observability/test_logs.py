@@ -1,5 +1,5 @@
-"""Logs: one line per request, start-up and error lines in the chosen format, and no key in any
-line a gateway process writes, whatever the callers and upstreams send."""
+"""Logs: one line per request, start-up, reload and error lines in the chosen format, and no key in
+any line a gateway process writes, whatever the callers and upstreams send."""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ def drive(url: str, upstream) -> tuple[list[str], dict[str, httpx.Response]]:
     answers.append(decide(url, key=alice))  # the upstream repeats its own key in its error
     httpx.get(url + "/key/info", params={"key": alice}, headers=bearer(MASTER), timeout=20)
     httpx.get(url + "/metrics", headers=bearer(alice), timeout=20)
+    assert httpx.post(url + "/config/reload", headers=bearer(MASTER), timeout=30).status_code == 200
     by_id = {r.headers["x-request-id"]: r for r in answers}
     assert sorted(r.status_code for r in answers) == [200, 200, 200, 200, 200, 400, 401, 401, 401, 401, 403, 429, 502]
     return [alice, limited], by_id
@@ -104,6 +105,7 @@ def test_every_line_is_in_the_format_with_one_line_per_request_and_no_key_anywhe
         messages = " ".join(r["message"] for r in records if r["logger"] == "gateway.start")
         assert "loaded 3 models" in messages and "listening on" in messages and "master key is set" in messages
         assert any(r["logger"].startswith("uvicorn") for r in records)
+        assert any(r["logger"] == "gateway.reload" and "config reloaded" in r["message"] for r in records)
     else:
         request_lines = [line for line in gateway.stderr if " gateway.request: request " in line]
         for request_id in answers:

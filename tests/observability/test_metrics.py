@@ -242,3 +242,29 @@ def test_the_spend_outbox_depth_while_the_database_is_away(upstreams):
         assert scrape(running.url).value("decisions_gateway_spend_outbox_depth") == start + 3
     finally:
         running.stop()
+
+
+def test_cache_hits_misses_and_savings(upstreams, tmp_path):
+    good = upstreams[0]
+    running = start_gateway({"model_list": [typesafe_entry("jev", UPSTREAM_KEY, good.url, input_cost_per_token=PRICE)],
+                             "litellm_settings": {"cache": True},
+                             "general_settings": {"public_metrics": True,
+                                                  "database_url": f"sqlite:///{tmp_path / 'g.db'}"}})
+    try:
+        body = {**S1, "state": f"Ticket {time.time_ns()}: I was charged twice."}
+        paid = decide(running.url, body=body)
+        cached = decide(running.url, body=body)
+        assert paid.status_code == cached.status_code == 200
+        assert paid.headers["x-decisions-cache-misses"] == "1" and cached.headers["x-decisions-cache-hits"] == "1"
+        after = scrape(running.url)
+        assert after.value("decisions_gateway_cache_hits_total", model_group="jev") == 1
+        assert after.value("decisions_gateway_cache_misses_total", model_group="jev") == 1
+        assert after.value("decisions_gateway_cache_saved_usd_total", model_group="jev") == \
+            pytest.approx(float(paid.headers["x-decisions-response-cost"]))
+        # only the paid call's tokens count, and a full hit never reaches the upstream
+        assert after.value("decisions_gateway_tokens_total", token_type="input") * PRICE == \
+            pytest.approx(float(paid.headers["x-decisions-response-cost"]))
+        assert after.value("decisions_gateway_upstream_duration_seconds_count") == 1
+        assert after.value(REQUESTS, model_group="jev", status="200") == 2
+    finally:
+        running.stop()
