@@ -216,3 +216,30 @@ def test_sql_in_the_authorization_header_is_an_unknown_key_on_every_route(forger
                 assert r.status_code == 401, (path, headers, r.text)
                 envelope(r, wire)
     assert httpx.get(gw.url + "/key/info", headers=auth(key), timeout=10).status_code == 200  # tables intact
+
+
+def test_sql_in_every_admin_filter_of_the_running_gateway_matches_nothing_and_changes_nothing(forgery):
+    gw, key = forgery
+    admin = auth(MASTER)
+    assert httpx.post(gw.url + "/v1/systemone", json=S1, headers=auth(key), timeout=10).status_code == 200
+    before = {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
+              for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
+    filters = [("/spend/logs", name) for name in ("api_key", "key_alias", "team_id", "model", "request_id",
+                                                   "start_date", "end_date")]
+    filters += [("/key/info", "key"), ("/team/info", "team_id"), ("/key/list", "key_alias"), ("/key/list", "team_id"),
+                ("/global/spend/report", "api_key"), ("/global/spend/report", "team_id"),
+                ("/global/spend/report", "group_by"), ("/model/info", "model")]
+    for text in SQL:
+        for path, name in filters:
+            r = httpx.get(gw.url + path, params={name: text}, headers=admin, timeout=10)
+            assert r.status_code < 500, (path, name, r.text)
+            envelope(r, ADMIN)
+            if r.status_code == 200 and path in ("/spend/logs", "/key/info", "/team/info"):
+                body = r.json()
+                rows = body.get("data", body) if isinstance(body, dict) else body
+                assert rows in ([], {}) or (isinstance(rows, dict) and rows.get("total") == 0), (path, name, body)
+    after = {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
+             for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
+    assert after == before  # no table changed
+    assert httpx.get(gw.url + "/spend/logs", params={"key_alias": "forger"}, headers=admin,
+                     timeout=10).json()["data"]  # the rows are there to be found
