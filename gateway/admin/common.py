@@ -32,6 +32,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException  # what FastAPI raises for a body it cannot parse
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from gateway.admin.service import Admin
@@ -112,6 +113,8 @@ class AdminRoute(APIRoute):
                 return await handler(request)
             except DecisionError as err:
                 return error_response(err)
+            except ClientDisconnect:  # gone before its body arrived (a page closed mid-request): nobody to answer
+                return Response(status_code=499)
             except RequestValidationError as exc:
                 return error_response(validation_error(exc))
             except HTTPException as exc:

@@ -3,18 +3,43 @@ virtual key may call for itself (its own spend and limits)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
+import logging
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from gateway.admin import schemas, service
 from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, pages
 from gateway.auth import store
 from gateway.auth.errors import PermissionDenied, unknown_key
+from gateway.auth.identity import Identity, KeyRecord
+from gateway.db import queries
 from translators.errors import RequestInvalid
 
 router = APIRouter(route_class=AdminRoute, tags=["keys"])
+log = logging.getLogger("gateway.admin")
+FIRST_DAY = dt.date(2000, 1, 1)
+
+
+async def key_usage(request: Request, caller: AnyCaller, record: KeyRecord) -> schemas.KeyUsage:
+    """The key's spend from the spend log, and (for a key asking about itself, when its limits are
+    counted) the budget period's spend as the limits count it now."""
+    today = dt.datetime.now(dt.UTC).date()
+    rows = await queries.spend_report(caller.admin.db, start_date=FIRST_DAY, end_date=today, group_by="key",
+                                      api_key=record.token)
+    usage = schemas.KeyUsage(total_spend=sum(r["spend"] for r in rows), requests=sum(r["requests"] for r in rows))
+    admission = getattr(request.app.state.gateway, "admission", None)
+    identity: Identity = caller.identity
+    if admission is not None and not identity.is_master and identity.limited and identity.key_limits.max_budget:
+        try:
+            live = (await admission.usage(identity))["key"]
+        except Exception as exc:  # noqa: BLE001 - the counters are away: the spend log still answers
+            log.warning("key usage counters unavailable: %s", type(exc).__name__)
+        else:
+            usage.period_spend, usage.period_start = live["spend_usd"], live["period_start"]
+    return usage
 
 
 @router.post("/key/generate", summary="Make a virtual key (shown once)")
@@ -24,7 +49,7 @@ async def generate_key(body: schemas.GenerateKeyRequest, admin: MasterAdmin) -> 
 
 
 @router.get("/key/info", summary="A key's limits, budget and spend")
-async def key_info(caller: AnyCaller,
+async def key_info(request: Request, caller: AnyCaller,
                    key: Annotated[schemas.KeyRef | None, Query(description="The key or its id; "
                                                                "a virtual key may leave it out")] = None,
                    ) -> schemas.KeyInfoResponse:
@@ -42,7 +67,8 @@ async def key_info(caller: AnyCaller,
         if found is None:
             raise unknown_key()
         record = found
-    return schemas.KeyInfoResponse(key=record.token, info=service.key_info(record))
+    return schemas.KeyInfoResponse(key=record.token, info=service.key_info(record),
+                                   usage=await key_usage(request, caller, record))
 
 
 @router.post("/key/update", summary="Change a key's alias, team, models, budget or limits")

@@ -150,9 +150,20 @@ class GenerateKeyResponse(KeyInfo):
     key: str = Field(description="The key itself: shown this once, keep it")
 
 
+class KeyUsage(BaseModel):
+    """What the key has spent, from the spend log and from the limits' live counters."""
+
+    total_spend: float = Field(description="USD over the key's whole life, from the spend log's daily roll-ups")
+    requests: int = Field(description="Requests in the spend log, failed ones included")
+    period_spend: float | None = Field(default=None, description="USD the budget counts in its current period "
+                                       "(requests in flight at their worst case); null when no budget is counted")
+    period_start: datetime | None = None
+
+
 class KeyInfoResponse(BaseModel):
     key: str = Field(description="The key's id (token)")
     info: KeyInfo
+    usage: KeyUsage | None = None
 
 
 class KeyListResponse(BaseModel):

@@ -201,3 +201,25 @@ def test_api_base_is_shown_without_credentials():
 
     assert shown_base("https://user:secret@api.example.com:8443/v1?key=abc#x") == "https://api.example.com:8443/v1"
     assert shown_base(None) is None
+
+
+def test_key_info_reports_what_the_key_spent(gateway):
+    master = {"Authorization": f"Bearer {MASTER}"}
+    made = httpx.post(gateway.url + "/key/generate", json={"key_alias": "usage-seen", "max_budget": 1},
+                      headers=master, timeout=30).json()
+    key = made["key"]
+    costs = []
+    for _ in range(2):
+        sent = post(gateway, "/v1/systemone", S1, key=key)
+        assert sent.status_code == 200, sent.text
+        costs.append(float(sent.headers["x-decisions-response-cost"]))
+    deadline = time.monotonic() + 20
+    while (own := httpx.get(gateway.url + "/key/info", headers={"Authorization": f"Bearer {key}"},
+                            timeout=30).json())["usage"]["requests"] < 2:
+        assert time.monotonic() < deadline, own
+        time.sleep(0.1)
+    assert own["usage"]["total_spend"] == pytest.approx(sum(costs)) and sum(costs) > 0
+    # The budget's own counter: what the limits count against max_budget in this period.
+    assert own["usage"]["period_spend"] == pytest.approx(sum(costs), abs=1e-6)
+    by_master = httpx.get(gateway.url + "/key/info", params={"key": made["token"]}, headers=master, timeout=30).json()
+    assert by_master["usage"]["total_spend"] == pytest.approx(sum(costs)) and by_master["usage"]["period_spend"] is None

@@ -41,7 +41,7 @@ function control(spec, value) {
     const options = spec.options.some(([v]) => v === (value ?? "")) ? spec.options : [...spec.options, [value, value]];
     input = select(options, value ?? "", { name: spec.name });
   } else {
-    input = h("input", { type: spec.type === "number" ? "number" : "text", name: spec.name, step: spec.step, min: spec.type === "number" ? "0" : undefined,
+    input = h("input", { type: spec.type === "number" ? "number" : "text", name: spec.name, step: spec.step,
       inputmode: spec.type === "number" ? "decimal" : undefined, placeholder: spec.placeholder, autocomplete: "off" });
     input.value = value === null || value === undefined ? "" : String(value);
   }

@@ -64,7 +64,7 @@ export function typesafeSdk(origin, body) {
   const lines = ["import os"];
   if (imports) lines.push("from base64 import b64decode");
   lines.push("", `from typesafe_sdk import ${imports ? "Image, " : ""}TypeSafeClient`, "",
-    `client = TypeSafeClient(api_key=os.environ["${ENV}"], base_url=${JSON.stringify(origin)})`,
+    `client = TypeSafeClient(api_key=os.environ["${ENV}"], base_url=${JSON.stringify(origin)}, timeout=60)`,
     "response = client.system_one(");
   if (model !== undefined) lines.push(`    model=${pyLiteral(model, 4)},`);
   lines.push(`    state=${pyLiteral(state, 4)},`, `    questions=${pyLiteral(questions, 4)},`);
