@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.reliability.wire_checks import ADMIN, OPENAI, STATUSES, SYSTEMONE, admin_routes, problem
+from tests.security.conftest import OPENAI_KEY, TYPESAFE_KEY, hostile_config
 from tests.security.helpers import gateway_with_env
 
 MASTER = "sk-master-fuzz-0123456789abcdef"
-TS_KEY, OA_KEY = "ts-fuzz-upstream-key", "sk-fuzz-openai-key"
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -28,17 +28,11 @@ FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
     """(gateway, a virtual key) on SQLite, with every pass-through configured."""
-    with FakeTypeSafe(TS_KEY) as typesafe, FakeOpenAI(OA_KEY) as openai_fake:
-        env = {"TYPESAFE_API_KEY": TS_KEY, "TYPESAFE_API_BASE": typesafe.url, "LAYA_API_BASE": typesafe.url,
+    with FakeTypeSafe(TYPESAFE_KEY) as typesafe, FakeOpenAI(OPENAI_KEY) as openai_fake:
+        env = {"TYPESAFE_API_KEY": TYPESAFE_KEY, "TYPESAFE_API_BASE": typesafe.url, "LAYA_API_BASE": typesafe.url,
                "BESPOKE_API_BASE": typesafe.url}
-        config = {"model_list": [
-            {"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": TS_KEY,
-                                                      "api_base": typesafe.url, "timeout": 5}},
-            {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna", "api_key": OA_KEY,
-                                                       "api_base": f"{openai_fake.url}/v1", "timeout": 5}}],
-            "general_settings": {"master_key": MASTER,
-                                 "database_url": f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'gw.db'}"},
-            "router_settings": {"num_retries": 0}}
+        config = hostile_config(typesafe, openai_fake, master_key=MASTER,
+                                database_url=f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'gw.db'}")
         with gateway_with_env(config, env) as gw:
             made = httpx.post(gw.url + "/key/generate", json={"key_alias": "fuzzer", "rpm_limit": 100000},
                               headers={"Authorization": f"Bearer {MASTER}"}, timeout=20)

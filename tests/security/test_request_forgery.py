@@ -16,7 +16,7 @@ import pytest
 
 from tests.fakes.harness import FakeServer
 from tests.reliability.wire_checks import ADMIN, OPENAI, SYSTEMONE, admin_routes, problem
-from tests.security.conftest import OPENAI_KEY, TYPESAFE_KEY
+from tests.security.conftest import TYPESAFE_KEY, hostile_config
 from tests.security.helpers import gateway_with_env
 
 MASTER = "sk-master-forgery-0123456789abcdef"
@@ -35,14 +35,8 @@ def canary():
 @pytest.fixture(scope="module")
 def forgery(hostile_typesafe, hostile_openai, canary, tmp_path_factory):
     """(gateway, virtual key): a master key, SQLite, the TypeSafe pass-through configured."""
-    config = {"model_list": [
-        {"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": TYPESAFE_KEY,
-                                                  "api_base": hostile_typesafe.url, "timeout": 10}},
-        {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna", "api_key": OPENAI_KEY,
-                                                   "api_base": f"{hostile_openai.url}/v1", "timeout": 10}}],
-        "general_settings": {"master_key": MASTER,
-                             "database_url": f"sqlite:///{tmp_path_factory.mktemp('forgery') / 'gw.db'}"},
-        "router_settings": {"num_retries": 0}}
+    config = hostile_config(hostile_typesafe, hostile_openai, master_key=MASTER,
+                            database_url=f"sqlite:///{tmp_path_factory.mktemp('forgery') / 'gw.db'}")
     env = {"TYPESAFE_API_KEY": TYPESAFE_KEY, "TYPESAFE_API_BASE": hostile_typesafe.url}
     with gateway_with_env(config, env) as gw:
         made = httpx.post(gw.url + "/key/generate", json={"key_alias": "forger"},
