@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
 
     logs.configure(args.log_format, args.log_level)
     if args.workers < 1:
-        print("decisions-gateway: --workers must be at least 1", file=sys.stderr)
+        say("decisions-gateway: --workers must be at least 1", error=True)
         return 2
     if not args.graceful_timeout >= 0:
-        print("decisions-gateway: --graceful-timeout must be a number of seconds, 0 or more", file=sys.stderr)
+        say("decisions-gateway: --graceful-timeout must be a number of seconds, 0 or more", error=True)
         return 2
     try:
         config = load_config(args.config)

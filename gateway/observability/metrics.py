@@ -209,10 +209,13 @@ class Metrics:
         if outbox_depth is not None:
             self.outbox.set(outbox_depth())
         labeller = self.labeller
-        for dep in labeller.registry.deployments:
-            cooling = await health.is_cooling(dep)
-            deployment, provider = labeller.deployment(dep)
-            self.cooling(labeller.group(dep.model_name), deployment, provider).set(1 if cooling else 0)
+        deployments = labeller.registry.deployments
+        cooling: dict[tuple[str, str, str], int] = {}
+        for dep, (reason, _) in zip(deployments, await health.cooldowns(deployments)):  # one round trip
+            labels = (labeller.group(dep.model_name), *labeller.deployment(dep))
+            cooling[labels] = max(cooling.get(labels, 0), 0 if reason is None else 1)  # entries sharing a name
+        for labels, value in cooling.items():
+            self.cooling(*labels).set(value)
 
     def render(self) -> bytes:
         if self.multiprocess:
