@@ -21,7 +21,8 @@ READY_TIMEOUT_S = 60.0
 
 
 class GatewayProcess:
-    def __init__(self, config: dict, folder: Path, *, log_format: str = "text", log_level: str = "warning") -> None:
+    def __init__(self, config: dict, folder: Path, *, log_format: str = "text", log_level: str = "warning",
+                 env: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self.data = folder / "data"
@@ -29,6 +30,7 @@ class GatewayProcess:
         self.config_path.write_text(json.dumps(config))  # JSON is YAML
         self.log_path = folder / "gateway.log"
         self.log_format, self.log_level = log_format, log_level
+        self.env = env or {}  # more environment (pass-through settings are read from it at start)
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
@@ -44,7 +46,7 @@ class GatewayProcess:
     def start(self, *, ready_status: int | None = 200) -> GatewayProcess:
         """Start on a new free port and wait until readiness answers ``ready_status`` (any answer: None)."""
         self.port = free_port()
-        env = {**os.environ, "DECISIONS_GATEWAY_DATA_DIR": str(self.data)}
+        env = {**os.environ, **self.env, "DECISIONS_GATEWAY_DATA_DIR": str(self.data)}
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway.cli", "--config", str(self.config_path), "--host", "127.0.0.1",
