@@ -1,9 +1,12 @@
 """Request ids: every response carries ``x-request-id``; System One responses also ``x-typesafe-request-id``.
 
-A caller's own ``x-request-id`` (printable, up to 128 characters) is kept, otherwise one is made; a
-response that already names its id (a pass-through relaying the upstream's) keeps it.
-The id is stored in the ASGI scope (``scope["state"]["request_id"]``, read as
-``request.state.request_id``) so handlers and logs can use it. Pure ASGI: no per-request task.
+The id is always the gateway's own, made here: it names the request's spend row (idempotent by it),
+so a caller repeating an id of its own cannot keep its calls out of the spend log. A caller's own id
+(``x-client-request-id``, OpenAI's header for it, or ``x-request-id``; printable, up to 128
+characters) comes back as ``x-client-request-id`` for its own correlation. A response that already
+names its id (a pass-through relaying the upstream's) keeps it. The id is stored in the ASGI scope
+(``scope["state"]["request_id"]``, read as ``request.state.request_id``) so handlers and logs can
+use it. Pure ASGI: no per-request task.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import os
 
 REQUEST_ID = b"x-request-id"
+CLIENT_REQUEST_ID = b"x-client-request-id"
 TYPESAFE_REQUEST_ID = b"x-typesafe-request-id"
 SYSTEMONE_SUFFIX = "/systemone"
 
@@ -20,13 +24,17 @@ def new_request_id() -> str:
     return "req_" + os.urandom(16).hex()
 
 
-def _incoming_id(scope) -> str | None:
+def _client_id(scope) -> bytes | None:
+    """The caller's own id (x-client-request-id first, else x-request-id), when printable and short."""
+    found: dict[bytes, bytes] = {}
     for name, value in scope.get("headers") or ():
-        if name == REQUEST_ID:
-            text = value.decode("latin-1").strip()
-            if 0 < len(text) <= 128 and text.isprintable():
-                return text
-    return None
+        if name in (CLIENT_REQUEST_ID, REQUEST_ID):
+            found.setdefault(name, value)
+    value = found.get(CLIENT_REQUEST_ID, found.get(REQUEST_ID))
+    if value is None:
+        return None
+    text = value.decode("latin-1").strip()
+    return text.encode("latin-1") if 0 < len(text) <= 128 and text.isprintable() else None
 
 
 def is_systemone_path(path: str) -> bool:
@@ -41,18 +49,21 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = _incoming_id(scope) or new_request_id()
+        request_id = new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         encoded = request_id.encode("latin-1")
         names = [REQUEST_ID]
         if is_systemone_path(scope.get("path", "")):
             names.append(TYPESAFE_REQUEST_ID)
+        client_id = _client_id(scope)
 
         async def send_with_id(message):
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", ()))
                 present = {k.lower() for k, _ in headers}
                 headers.extend((name, encoded) for name in names if name not in present)
+                if client_id is not None:
+                    headers.append((CLIENT_REQUEST_ID, client_id))
                 message = {**message, "headers": headers}
             await send(message)
 

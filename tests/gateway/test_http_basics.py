@@ -68,7 +68,9 @@ def test_every_response_has_a_request_id_and_system_one_also_the_typesafe_one(ht
     so = http.post("/v1/systemone", content=b"{")
     assert so.headers["x-typesafe-request-id"] == so.headers["x-request-id"]
     assert "x-typesafe-request-id" not in http.post("/v1/decisions", content=b"{").headers
-    assert http.get("/v1/models", headers={"x-request-id": "mine-1"}).headers["x-request-id"] == "mine-1"
+    mine = http.get("/v1/models", headers={"x-request-id": "mine-1"}).headers  # the caller's id: its own header
+    assert mine["x-client-request-id"] == "mine-1" and mine["x-request-id"].startswith("req_")
+    assert http.get("/v1/models", headers={"x-client-request-id": "mine-2"}).headers["x-client-request-id"] == "mine-2"
 
 
 @pytest.mark.parametrize("path", OPENAI_PATHS)

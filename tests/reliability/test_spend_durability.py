@@ -64,10 +64,6 @@ def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Pa
     assert {status for request_id, status in rows if request_id in set(answered)} == {200}
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway keeps a caller's own x-request-id (gateway/request_id.py) and "
-                   "spend rows are idempotent by request_id, so a caller repeating one id gets every call "
-                   "answered and priced but only its first spend row written (a caller can keep its calls out "
-                   "of the spend log, and of the database spend that seeds budgets)")
 def test_calls_repeating_a_callers_request_id_each_get_their_spend_row(gateway_factory, tmp_path: Path) -> None:
     db = tmp_path / "spend.db"
     with FakeTypeSafe(KEY) as upstream:
@@ -87,3 +83,5 @@ def test_calls_repeating_a_callers_request_id_each_get_their_spend_row(gateway_f
                 break
             time.sleep(0.2)
     assert len(rows) == 3 and sum(spend for _, spend in rows) == pytest.approx(priced)
+    assert {a.headers["x-client-request-id"] for a in answers} == {"my-own-id"}
+    assert {request_id for request_id, _ in rows} == {a.headers["x-request-id"] for a in answers}
