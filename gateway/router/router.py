@@ -175,11 +175,11 @@ class Router:
                                 code="cooling_down")
         chunks = calls.split(req, _limits_of(able, first))
         if len(chunks) == 1:
-            answered = [await self._attempts(chunks[0], group_policy, able, first, tally, deadline)]
+            answered = [await self._attempts(chunks[0], group_policy, able, first, tally, deadline, has_fallback)]
         else:
             answered = await _gather_all(
                 self._attempts(chunk, group_policy, [(d, lim) for d, lim in able if _fits(d, chunk)] or able,
-                               first, tally, deadline) for chunk in chunks)
+                               first, tally, deadline, has_fallback) for chunk in chunks)
         results = [result for result, _ in answered]
         deps = [dep for _, dep in answered]
         costs = [response_cost(result.usage, dep, result.model) for result, dep in answered]
@@ -190,18 +190,21 @@ class Router:
 
     # ---- attempts of one chunk -----------------------------------------------------------------------
 
-    async def _attempts(self, chunk: DecisionRequest, group_policy: GroupPolicy, able: Able,
-                        first: Deployment, tally: _Tally, deadline: float | None) -> tuple[DecisionResult, Deployment]:
+    async def _attempts(self, chunk: DecisionRequest, group_policy: GroupPolicy, able: Able, first: Deployment,
+                        tally: _Tally, deadline: float | None,
+                        has_fallback: bool = False) -> tuple[DecisionResult, Deployment]:
         try:
             return await self._hedged(chunk, group_policy, able, first, tally, deadline)
         except UpstreamError as err:
-            return await self._retry(chunk, group_policy, able, first, err, tally, deadline)
+            return await self._retry(chunk, group_policy, able, first, err, tally, deadline, has_fallback)
 
     async def _retry(self, chunk, group_policy, able, failed_dep: Deployment, failed: UpstreamError, tally: _Tally,
-                     deadline: float | None) -> tuple[DecisionResult, Deployment]:
+                     deadline: float | None, has_fallback: bool = False) -> tuple[DecisionResult, Deployment]:
         """The retries of one chunk. The next try goes to another deployment of the group that was not
         tried yet, at once; only when every one was tried does it reuse one, after tenacity's
-        exponential back-off with jitter (at least the upstream's Retry-After, at most the time left)."""
+        exponential back-off with jitter (at least the upstream's Retry-After, at most the time left).
+        When the upstream's Retry-After asks for a longer wait than the back-off and the group has a
+        fallback, the fallback is tried now instead of holding the caller for the wait."""
         dep, err, tried = failed_dep, failed, [failed_dep]
         state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
         while True:
@@ -211,7 +214,10 @@ class Router:
             state.attempt_number += 1
             nxt = await self._pick(group_policy, able, chunk, excluded=tried, tally=tally)
             if any(nxt is dep_tried for dep_tried in tried):
-                delay = max(_BACKOFF(state), policy.retry_after_s(err) or 0.0)
+                backoff, asked = _BACKOFF(state), policy.retry_after_s(err) or 0.0
+                if has_fallback and asked > backoff:
+                    raise err
+                delay = max(backoff, asked)
                 if deadline is not None and delay >= deadline - time.monotonic() - MIN_ATTEMPT_S:
                     raise TimeoutError  # no try could start before the deadline: 504 now, not at the deadline
                 await asyncio.sleep(delay)

@@ -165,9 +165,6 @@ def test_a_storm_on_every_deployment_falls_back_to_another_group(fakes, gateway)
     assert len(stormy.requests) <= 16  # cooled at its first 429: the rest went straight to the fallback
 
 
-@pytest.mark.xfail(strict=True, reason="gateway/router/router.py _retry waits out the upstream's Retry-After "
-                   "on the group's only deployment before trying the group's fallback (a Retry-After of 300 s "
-                   "holds the caller 5 minutes); LiteLLM skips the retries when a fallback is configured")
 def test_a_long_retry_after_does_not_hold_a_request_that_has_a_fallback(fakes, gateway):
     stormy, spare = fakes(), fakes()
     stormy.fault("storm", retry_after=6)
