@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from gateway import __version__, info_routes, passthrough, reload, routes, ui, validate
 from gateway.admin import admin_router
@@ -25,6 +26,8 @@ from gateway.observability import logs, metrics_route
 from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
 from gateway.upstream import Upstream
+from translators import openai as openai_wire
+from translators.errors import DecisionError
 
 CONFIG_ENV = "DECISIONS_GATEWAY_CONFIG"  # config path for worker processes (``--workers N``)
 
@@ -79,17 +82,32 @@ class GatewayApp(FastAPI):
         super().setup()
         self._fast_paths = {route.path: route.endpoint for route in routes.ROUTES}
         self._fast_app = RequestIdMiddleware(self._decision)
+        self._not_allowed_app = RequestIdMiddleware(not_allowed_in_openai_envelope)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._fast_paths:
             scope["app"] = self
             await self._fast_app(scope, receive, send)
+        elif scope["type"] == "http" and scope["path"] in OPENAI_POST_PATHS:  # any other method
+            await self._not_allowed_app(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
 
     async def _decision(self, scope, receive, send) -> None:
         response = await self._fast_paths[scope["path"]](Request(scope, receive))
         await response(scope, receive, send)
+
+
+# The OpenAI-wire routes take POST only; another method gets a 405 in OpenAI's error envelope (FastAPI's
+# default, {"detail": ...}, is System One's shape, which the System One routes keep).
+OPENAI_POST_PATHS = frozenset({"/v1/decisions", "/decisions", "/v1/decisions/validate"})
+
+
+async def not_allowed_in_openai_envelope(scope, receive, send) -> None:
+    err = DecisionError(status=405, message=f"{scope['method']} is not allowed on {scope['path']}; send a POST.",
+                        type="invalid_request_error", code="method_not_allowed")
+    status, body = openai_wire.render_error(err)
+    await JSONResponse(body, status_code=status, headers={"Allow": "POST"})(scope, receive, send)
 
 
 def create_app_from_env() -> FastAPI:

@@ -186,12 +186,9 @@ def test_info_routes_answer_random_requests(fuzzed, method, path, wire):
     run()
 
 
-@pytest.mark.xfail(strict=True, reason="a method a decision route does not serve is answered by FastAPI's "
-                   "default handler, {'detail': 'Method Not Allowed'}, not in OpenAI's error envelope "
-                   "(gateway/app.py has no handler for Starlette's HTTPException)")
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
 def test_a_method_an_openai_route_does_not_serve_is_answered_in_openais_envelope(fuzzed, method):
     client, _ = fuzzed
     response = client.request(method, "/v1/decisions", headers={"Authorization": f"Bearer {MASTER}"})
-    assert response.status_code == 405
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
     check(response, OPENAI)
