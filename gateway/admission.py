@@ -246,8 +246,9 @@ class Admission:
         if not needed or self._shared is self._local or policy == "fail_open":
             return True
         label = "Rate limits" if what == "rate_limits" else "Budgets"
-        raise LimitsUnavailable(f"{label} cannot be checked: the shared state (Redis) is unreachable and "
-                                f"on_redis_failure_{what} is fail_closed; try again shortly.", what=what)
+        raise LimitsUnavailable(f"{label} cannot be checked: the shared state (Redis) is unreachable and they "
+                                f"fail closed (general_settings.limits_on_redis_failure); try again shortly.",
+                                what=what)
 
     def _store(self, local: bool) -> SharedState:
         return self._local if local else self._shared

@@ -63,7 +63,7 @@ async def test_budgets_fail_closed_by_default(dead_state: SharedState):
             await admission.admit(who, estimated_tokens=0, worst_cost_usd=0.01)
         err = refused.value
         assert err.status == 503 and err.code == "budgets_unavailable" and err.what == "budgets"
-        assert "Redis" in err.message and "on_redis_failure_budgets is fail_closed" in err.message
+        assert "Redis" in err.message and "fail closed (general_settings.limits_on_redis_failure)" in err.message
         assert err.headers == {"Retry-After": "1"}
     assert (await admission.usage(who))["key"]["rpm"] == 0  # the rpm reservation was given back
 
