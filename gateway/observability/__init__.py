@@ -69,7 +69,11 @@ class Observer:
         self.tracing: Any = None
         endpoint = general_settings.get("otel_endpoint")
         if endpoint:
-            from gateway.observability.tracing import Tracing
+            try:
+                from gateway.observability.tracing import Tracing
+            except ImportError as exc:
+                raise RuntimeError(f"general_settings.otel_endpoint is set but OpenTelemetry is not installed "
+                                   f"({exc.name}): pip install 'decisions-gateway[otel]'") from None
 
             self.tracing = Tracing(str(endpoint), str(general_settings.get("otel_service_name")
                                                       or "decisions-gateway"))
@@ -96,7 +100,7 @@ class Observer:
         cache = cache_counts(ctx.cache)
         metrics = self.metrics
         if pipeline.registry is not metrics.labeller.registry:
-            metrics.follow(pipeline.registry)
+            self.follow(pipeline.registry)
         try:
             metrics.record(ctx, paid_usage(ctx), total_s, upstream_ms / 1000.0, *cache)
             if logs.REQUEST_LOG.isEnabledFor(logging.INFO):
@@ -108,11 +112,17 @@ class Observer:
                 self.tracing.end(ctx, (labeller.group(ctx.model_group), *labeller.deployment(ctx.deployment)),
                                  cache)
 
+    def follow(self, registry: Any) -> None:
+        """A reloaded config: its groups and deployments become the label values, its keys secrets."""
+        self.metrics.follow(registry)
+        logs.protect(dep.api_key for dep in registry.deployments)
+
     # ---- the state gauges and the scrape -------------------------------------------------------------
 
     async def refresh(self) -> None:
         pipeline = self.pipeline_of()
-        self.metrics.follow(pipeline.registry)
+        if pipeline.registry is not self.metrics.labeller.registry:
+            self.follow(pipeline.registry)
         outbox = pipeline.spend.outbox if pipeline.spend is not None else None
         await self.metrics.refresh(pipeline.router.health, outbox.depth if outbox is not None else None)
 

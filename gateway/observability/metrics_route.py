@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -12,6 +14,8 @@ from gateway.auth.errors import PermissionDenied
 from gateway.observability.metrics import CONTENT_TYPE
 from translators import openai as openai_wire
 from translators.errors import DecisionError
+
+log = logging.getLogger("gateway.observability")
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -26,7 +30,10 @@ async def metrics_endpoint(request: Request) -> Response:
             status, body = openai_wire.render_error(err)
             return JSONResponse(body, status_code=status, headers=err.headers)
     observer = state.pipeline.observer
-    await observer.refresh()
+    try:
+        await observer.refresh()
+    except Exception as exc:  # noqa: BLE001 - Redis away: the gauges keep their last values, the rest is served
+        log.warning("metrics: the state gauges could not be refreshed for a scrape (%s)", type(exc).__name__)
     return Response(observer.metrics.render(), media_type=CONTENT_TYPE)
 
 
