@@ -23,8 +23,10 @@ import httpx
 import pytest
 
 from tests.conftest import RunningGateway, start_gateway
+from tests.fakes.typesafe import FakeTypeSafe
 
 MASTER = "sk-master-ui-tests-0123456789"
+FAKE_KEY = "ts-ui-tests-upstream-key"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "ui"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                "--disable-component-update", "--no-first-run"]
@@ -44,20 +46,30 @@ def chromium_path() -> str:
 
 @pytest.fixture(scope="session")
 def ui_gateway(tmp_path_factory) -> Iterator[RunningGateway]:
+    """Model groups: ``smollm2`` (the bundled model, priced), ``smollm2-cached`` (the same, with the
+    answer cache on) and ``jev-fake`` (a fake TypeSafe upstream, which refuses questions that say
+    REFUSE)."""
     chromium_path()
     pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra")
     db = tmp_path_factory.mktemp("ui-db") / "gateway.db"
-    running = start_gateway({
-        "model_list": [{"model_name": "smollm2", "litellm_params": {
-            "model": "local/smollm2", "timeout": 300, "input_cost_per_token": PRICE_PER_TOKEN}}],
-        "general_settings": {"master_key": MASTER, "database_url": f"sqlite:///{db}"},
-    })
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while httpx.get(f"{running.url}/health/readiness", timeout=10).status_code != 200:
-        assert time.monotonic() < deadline, "the bundled model did not load"
-        time.sleep(0.2)
-    yield running
-    running.stop()
+    local = {"model": "local/smollm2", "timeout": 300, "input_cost_per_token": PRICE_PER_TOKEN}
+    with FakeTypeSafe(FAKE_KEY) as fake:
+        running = start_gateway({
+            "model_list": [
+                {"model_name": "smollm2", "litellm_params": local},
+                {"model_name": "smollm2-cached", "litellm_params": local, "model_info": {"cache": True}},
+                {"model_name": "jev-fake", "litellm_params": {"model": "typesafe/jev-latest", "api_key": FAKE_KEY,
+                                                              "api_base": fake.url}},
+            ],
+            "general_settings": {"master_key": MASTER, "database_url": f"sqlite:///{db}"},
+            "router_settings": {"num_retries": 0},
+        })
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while httpx.get(f"{running.url}/health/readiness", timeout=10).status_code != 200:
+            assert time.monotonic() < deadline, "the bundled model did not load"
+            time.sleep(0.2)
+        yield running
+        running.stop()
 
 
 @dataclass

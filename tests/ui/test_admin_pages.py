@@ -25,7 +25,7 @@ def create_key(ui, alias: str, *, rpm: str = "", budget: str = "") -> str:
     page.get_by_text("New key", exact=True).click()
     form = page.get_by_role("form", name="New key")
     form.get_by_label("Name").fill(alias)
-    form.get_by_role("checkbox", name="smollm2").check()
+    form.get_by_role("checkbox", name="smollm2", exact=True).check()
     if rpm:
         form.get_by_label("Requests per minute").fill(rpm)
     if budget:
@@ -45,7 +45,10 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     key = create_key(ui, "ui-once", rpm="100", budget="2.5")
     assert key.startswith("sk-")
     page = ui.page
-    assert page.get_by_role("button", name="Copy key").is_visible()
+    ui.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ui.url)
+    page.get_by_role("button", name="Copy key").click()
+    page.get_by_text("Key copied.").wait_for()
+    assert page.evaluate("() => navigator.clipboard.readText()") == key
     assert row(ui, "ui-once").locator('[data-label="Limits"]').inner_text() == "100 rpm"
     assert row(ui, "ui-once").locator('[data-label="Budget"]').inner_text() == "$2.5"
     ui.shot("keys-created-1280")
@@ -55,11 +58,20 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     page.wait_for_selector("#page-keys tbody tr")
     assert key not in page.content()  # shown once: gone after a reload
     assert page.locator(".secret").count() == 0
+    deadline = time.monotonic() + 30
+    while (spend := row(ui, "ui-once").locator('[data-label="Spend"]').inner_text()) == "$0":
+        assert time.monotonic() < deadline, "the key's call never showed in its spend"
+        time.sleep(0.5)  # the spend row drains into the database behind the answer
+        page.reload()
+        page.wait_for_selector("#page-keys tbody tr")
+    logged = api(ui, "GET", "/spend/logs", params={"key_alias": "ui-once"}).json()["data"]
+    assert float(spend.lstrip("$")) == pytest.approx(sum(r["spend"] for r in logged), rel=0.05)
 
     row(ui, "ui-once").get_by_role("button", name="Edit key ui-once").click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_label("Requests per minute").fill("50")
     dialog.get_by_label("Budget period").select_option("1d")
+    ui.shot("keys-edit-dialog-1280")
     dialog.get_by_role("button", name="Save").click()
     dialog.wait_for(state="detached")
     page.wait_for_function("() => document.querySelector('tbody tr [data-label=\"Limits\"]')?.textContent === '50 rpm'")
@@ -122,8 +134,8 @@ def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
 def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
     made = api(ui, "POST", "/key/generate", json={"key_alias": "ui-spend"}).json()["key"]
     ids = []
-    for _ in range(3):
-        answer = api(ui, "POST", "/v1/systemone", key=made, json=CALL)
+    for n in range(3):
+        answer = api(ui, "POST", "/v1/systemone", key=made, json={**CALL, "state": f"Invoice {n} is wrong."})
         assert answer.status_code == 200
         ids.append(answer.headers["x-request-id"])
     deadline = time.monotonic() + 30
@@ -193,8 +205,9 @@ def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui):
     ui.sign_in()
     ui.open("models")
     page = ui.page
-    card = page.locator('[data-deployment="local/smollm2"]')
+    card = page.locator('[data-group="smollm2"] [data-deployment="local/smollm2"]')
     card.wait_for()
+    assert page.locator('[data-group="jev-fake"] [data-deployment="typesafe/jev-latest"]').is_visible()
     assert card.get_by_text("Healthy").is_visible()
     text = card.inner_text()
     assert "up to 256" in text and "1 to 255" in text and "$2 / 1M tokens" in text

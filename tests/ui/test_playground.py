@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -184,6 +185,9 @@ def test_copy_as_code_runs_as_it_is(ui, tmp_path, wire, kind, preset):
     page.locator(f'.snippet [data-kind="{kind}"]').click()
     code = page.locator(".snippet-code").inner_text()
     assert MASTER not in code and "DECISIONS_API_KEY" in code
+    ui.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ui.url)
+    page.get_by_role("button", name="Copy", exact=True).click()
+    assert page.evaluate("() => navigator.clipboard.readText()") == code
     env = {**os.environ, "DECISIONS_API_KEY": MASTER}
     if kind == "curl":
         run = subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=120, env=env)
@@ -194,3 +198,96 @@ def test_copy_as_code_runs_as_it_is(ui, tmp_path, wire, kind, preset):
     assert run.returncode == 0, run.stderr
     names = ("fit", "stage", "has_budget") if preset == "lead" else ("area", "has_repro_steps", "severity")
     assert all(name in run.stdout for name in names), run.stdout
+
+
+def pick_model(ui, name: str) -> None:
+    ui.page.get_by_label("Model", exact=True).select_option(name)
+
+
+def test_cache_hits_and_the_cost_saved_are_shown(ui):
+    ui.sign_in()
+    page = ui.page
+    page.locator("#tab-systemone").click()
+    page.locator('[data-preset="moderate"]').click()
+    pick_model(ui, "smollm2-cached")
+    page.locator('[data-loc="state"] textarea').fill("Cache me: the food was cold but the staff were lovely.")
+    page.wait_for_selector(".status-line.good")
+    first, _ = send(ui, "/v1/systemone")
+    assert first.status == 200
+    paid = float(first.headers["x-decisions-response-cost"])
+    for _ in range(10):  # the answers are stored behind the first response
+        time.sleep(0.3)
+        second, cards = send(ui, "/v1/systemone")
+        if second.headers["x-decisions-cache-hits"] != "0":
+            break
+    assert second.headers["x-decisions-cache-hits"] == "3"
+    assert meta(ui, "cache-hits") == "3"
+    assert float(meta(ui, "cost-saved").lstrip("$")) == pytest.approx(paid, rel=0.05)
+    assert float(second.headers["x-decisions-response-cost"]) == 0 and meta(ui, "cost") == "$0"
+    check_cards("systemone", cards, second.json())
+    ui.shot("playground-cache-hit-1280")
+
+
+@pytest.mark.parametrize("wire,path", [("systemone", "/v1/systemone"), ("decisions", "/v1/decisions")])
+def test_a_refused_question_gets_a_card_saying_so(ui, wire, path):
+    ui.sign_in()
+    page = ui.page
+    page.locator(f"#tab-{wire}").click()
+    page.locator('[data-preset="lead"]').click()
+    pick_model(ui, "jev-fake")
+    first = "questions.fit.instructions" if wire == "systemone" else "questions.0.instructions"
+    page.locator(f'[data-loc="{first}"] textarea').fill("REFUSE to score this lead.")
+    page.wait_for_selector(".status-line.good")
+    response, cards = send(ui, path)
+    assert response.status == 200
+    assert [c["kind"] for c in cards] == ["refusal", "choice", "noul" if wire == "systemone" else "predicate"]
+    assert "declined" in page.locator('.answer-card[data-kind="refusal"]').inner_text()
+    check_cards(wire, cards[1:], {**response.json(), "answers": (
+        {k: v for k, v in response.json()["answers"].items()} if wire == "systemone"
+        else [a for a in response.json()["answers"] if a["type"] != "refusal"])})
+
+
+def png_bytes() -> bytes:
+    """A 1x1 PNG, made here."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x80\x00"))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("wire,where", [("decisions", "input"), ("systemone", "assets")])
+def test_an_image_goes_into_the_request_and_the_server_says_what_the_model_takes(ui, tmp_path, wire, where):
+    image = tmp_path / "photo.png"
+    image.write_bytes(png_bytes())
+    ui.sign_in()
+    page = ui.page
+    page.locator(f"#tab-{wire}").click()
+    page.locator('[data-preset="triage"]').click()
+    page.wait_for_selector(".status-line.good")
+    label = "Image file" if wire == "decisions" else "Image (sent as an asset; its reference goes into the state)"
+    path = "/v1/decisions/validate" if wire == "decisions" else "/v1/systemone/validate"
+    with page.expect_response(lambda r: r.url.endswith(path)) as checked:
+        page.get_by_label(label).set_input_files(str(image))
+    page.get_by_role("button", name="JSON", exact=True).click()
+    body = json.loads(page.get_by_label("Request JSON").input_value())
+    if wire == "decisions":
+        text, part = body["input"][0]["content"]
+        assert text["type"] == "input_text" and part["type"] == "input_image"
+        assert part["image_url"].startswith("data:image/png;base64,")
+    else:
+        (ref, asset), = body["assets"].items()
+        assert asset["format"] == "png" and asset["data_base64"] and ref in body["state"]
+    page.get_by_role("button", name="Form", exact=True).click()
+    answer = checked.value.json()
+    message = answer["error"]["message"] if wire == "decisions" else answer["detail"]["message"]
+    assert checked.value.status == 400 and "image" in message.lower()
+    shown = page.locator(f'[data-loc="{where}"] > .server-error')
+    shown.wait_for()
+    assert shown.inner_text() == message
+    assert page.locator(".image-item img.thumb").count() == 1
+    ui.shot(f"playground-image-{wire}-1280")

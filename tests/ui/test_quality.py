@@ -53,6 +53,7 @@ def test_the_keyboard_reaches_every_control_with_a_visible_focus(ui):
     page.goto(f"{ui.url}/ui/")
     page.wait_for_selector("#sign-in-title")
     assert page.evaluate("() => document.activeElement.name") == "key"  # the key field has the focus
+    ui.shot("sign-in-1280")
     page.keyboard.type("sk-master-ui-tests-0123456789")
     page.keyboard.press("Tab")
     assert page.evaluate(FOCUS) == {"tag": "BUTTON", "text": "Sign in", "outline": True}

@@ -44,7 +44,8 @@ export async function call(method, path, { body, rawBody, query, key = session.k
     headers["Content-Type"] = "application/json";
   }
   const started = performance.now();
-  const response = await fetch(url, { method, headers, body: payload, signal, credentials: "omit", cache: "no-store" });
+  // No fetch cache mode: "no-store" would send Cache-Control: no-cache, which the gateway honours (a cache bypass).
+  const response = await fetch(url, { method, headers, body: payload, signal, credentials: "omit" });
   const text = await response.text();
   const ms = performance.now() - started;
   let data = text;

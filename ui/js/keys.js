@@ -55,6 +55,8 @@ export async function mount(root, { toast }) {
     ],
     name: (k) => `key ${k.key_alias || k.key_name || k.token.slice(0, 10)}`,
     ref: (k) => ({ key: k.token }),
+    spendGroup: "key",
+    spendKey: (k) => k.token,
     paths: { update: "/key/update", block: "/key/block", unblock: "/key/unblock", delete: "/key/delete" },
     deleteBody: (k) => ({ keys: [k.token] }),
     deleteWarning: "Requests with this key will be refused at once. This cannot be undone.",

@@ -166,11 +166,19 @@ export function table(columns, rows, actions, emptyText) {
 }
 
 
+/** What each key or team spent, all time, from the spend log's daily roll-ups (the key's id -> USD). */
+async function spendBy(group) {
+  const today = new Date().toISOString().slice(0, 10);
+  const rows = await request("GET", "/global/spend/report", { query: { group_by: group, start_date: "2000-01-01", end_date: today } });
+  return new Map(rows.map((r) => [group === "key" ? r.api_key : r.team_id, r.spend]));
+}
+
 /**
  * A keys-or-teams page: ``cfg`` = {noun, title, intro, specs(record|null), create(payload) -> made,
  * created(made), load(page) -> {rows, page, pages}, columns, name(row), ref(row) (the body naming the
  * row), paths {update, block, unblock, delete}, deleteBody(row), deleteWarning, deleted(answer) -> text,
- * top (elements above the create form)}.
+ * spendGroup ("key" or "team") and spendKey(row) (its id in the spend report), top (elements above the
+ * create form)}. A row's spend is what the spend log holds for it.
  */
 export async function principalsPage(root, toast, cfg) {
   const listHost = h("div", { class: "list-host" });
@@ -238,7 +246,8 @@ export async function principalsPage(root, toast, cfg) {
 
   async function load() {
     try {
-      const listing = await cfg.load(page);
+      const [listing, spent] = await Promise.all([cfg.load(page), spendBy(cfg.spendGroup)]);
+      for (const row of listing.rows) row.spend = spent.get(cfg.spendKey(row)) ?? 0;
       clear(listHost).append(table(cfg.columns, listing.rows, actions, `No ${cfg.noun}s yet. Make one with “New ${cfg.noun}”.`));
       clear(pager);
       if (listing.pages > 1) {

@@ -29,6 +29,8 @@ export async function mount(root, { toast }) {
     ],
     name: (t) => `team ${t.team_alias || t.team_id}`,
     ref: (t) => ({ team_id: t.team_id }),
+    spendGroup: "team",
+    spendKey: (t) => t.team_id,
     paths: { update: "/team/update", block: "/team/block", unblock: "/team/unblock", delete: "/team/delete" },
     deleteBody: (t) => ({ team_ids: [t.team_id] }),
     deleteWarning: "The team's keys are deleted with it and refused at once. This cannot be undone.",
