@@ -212,3 +212,20 @@ def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui):
     text = card.inner_text()
     assert "up to 256" in text and "1 to 255" in text and "$2 / 1M tokens" in text
     ui.shot("models-1280")
+
+
+def test_a_key_deleted_while_signed_in_signs_the_tab_out_with_the_servers_sentence(ui):
+    made = api(ui, "POST", "/key/generate", json={"key_alias": "ui-deleted"}).json()
+    ui.sign_in(made["key"])
+    assert api(ui, "POST", "/key/delete", json={"keys": [made["token"]]}).status_code == 200
+    ui.refusals.add("/v1/models")
+    deadline = time.monotonic() + 10
+    while True:  # every gateway process forgets a deleted key within a second
+        ui.page.reload()
+        ui.page.wait_for_selector("#sign-in-title, #page-playground")
+        if ui.page.locator("#sign-in-title").count() or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    message = ui.page.locator("#sign-in-error").inner_text()
+    assert message.startswith("Signed out: ") and len(message) > len("Signed out: ")
+    assert ui.page.evaluate("() => sessionStorage.length") == 0

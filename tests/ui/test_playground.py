@@ -291,3 +291,44 @@ def test_an_image_goes_into_the_request_and_the_server_says_what_the_model_takes
     assert shown.inner_text() == message
     assert page.locator(".image-item img.thumb").count() == 1
     ui.shot(f"playground-image-{wire}-1280")
+
+
+def test_a_box_answer_is_drawn_on_the_image(ui, tmp_path):
+    image = tmp_path / "photo.png"
+    image.write_bytes(png_bytes())
+    ui.sign_in()
+    page = ui.page
+    page.locator("#tab-systemone").click()
+    page.locator('[data-preset="moderate"]').click()
+    pick_model(ui, "jev-fake")
+    page.get_by_label("Image (sent as an asset; its reference goes into the state)").set_input_files(str(image))
+    page.get_by_label("Type of the new question").select_option("box")
+    page.get_by_role("button", name="Add question").click()
+    page.locator('[data-loc="questions.question_1.instructions"] textarea').fill("The part of the photo that shows the comment")
+    page.wait_for_selector(".status-line.good")
+    response, cards = send(ui, "/v1/systemone")
+    assert response.status == 200, response.text()
+    box = response.json()["answers"]["question_1"]["box"]
+    card = page.locator('.answer-card[data-question="question_1"]')
+    assert card.get_attribute("data-kind") == "box"
+    assert card.locator(".box-view img").count() == 1
+    style = card.locator(".box-rect").get_attribute("style")
+    assert f"top: {box['top'] * 100}%" in style.replace("px", "")
+    ui.shot("playground-box-1280")
+
+
+def test_the_json_editor_indents_with_tab_and_lets_the_keyboard_out(ui):
+    ui.sign_in()
+    page = ui.page
+    page.get_by_role("button", name="JSON", exact=True).click()
+    editor = page.get_by_label("Request JSON")
+    editor.focus()
+    page.keyboard.press("Control+End")
+    before = editor.input_value()
+    page.keyboard.press("Tab")
+    assert editor.input_value() == before + "  "  # Tab indents inside the editor
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")  # after Escape, Tab moves on
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label') || document.activeElement.textContent") \
+        != editor.get_attribute("aria-label")
+    assert page.evaluate("() => document.activeElement.tagName") != "TEXTAREA"

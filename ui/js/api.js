@@ -24,6 +24,13 @@ export function errorMessage(data, status) {
   return `The gateway answered ${status}.`;
 }
 
+let unauthorized = null;
+
+/** ``fn(message)`` when the key the tab signed in with is refused (401): deleted, or never valid. */
+export function onUnauthorized(fn) {
+  unauthorized = fn;
+}
+
 /**
  * One call. Returns {ok, status, data, headers, ms}; never throws for an HTTP error (the caller shows
  * the server's sentence), only for a network failure or an abort.
@@ -50,6 +57,7 @@ export async function call(method, path, { body, rawBody, query, key = session.k
   const ms = performance.now() - started;
   let data = text;
   try { data = text ? JSON.parse(text) : null; } catch { /* not JSON: keep the text */ }
+  if (response.status === 401 && key && key === session.key && unauthorized) unauthorized(errorMessage(data, 401));
   return { ok: response.ok, status: response.status, data, text, headers: response.headers, ms };
 }
 

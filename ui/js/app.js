@@ -1,7 +1,7 @@
 // The shell: sign-in, the navigation, and one page at a time (each page is its own module, loaded
 // when it is first opened).
 
-import { call, errorMessage, session } from "./api.js";
+import { call, errorMessage, onUnauthorized, session } from "./api.js";
 import { button, clear, field, h } from "./dom.js";
 
 const PAGES = {
@@ -137,4 +137,5 @@ document.getElementById("sign-out").addEventListener("click", () => {
   signOut();
 });
 window.addEventListener("hashchange", start);
+onUnauthorized((message) => signOut(`Signed out: ${message}`));
 start();
