@@ -88,7 +88,7 @@ class GatewayApp(FastAPI):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._fast_paths:
             scope["app"] = self
             await self._fast_app(scope, receive, send)
-        elif scope["type"] == "http" and scope["path"] in OPENAI_POST_PATHS:  # any other method
+        elif scope["type"] == "http" and scope["method"] != "POST" and scope["path"] in OPENAI_POST_PATHS:
             await self._not_allowed_app(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)

@@ -138,6 +138,13 @@ def test_unreadable_bodies_get_the_routes_answers(gateway):
     assert big.status_code == 413  # the size cap of every decision route (16 MiB by default)
 
 
+def test_only_post_is_served_in_each_wires_envelope(gateway):
+    oa = httpx.get(gateway.url + "/v1/decisions/validate", timeout=10)
+    assert oa.status_code == 405 and oa.json()["error"]["code"] == "method_not_allowed"
+    s1 = httpx.get(gateway.url + "/v1/systemone/validate", timeout=10)
+    assert s1.status_code == 405 and "detail" in s1.json()
+
+
 def test_validation_needs_a_key_like_the_decision_routes(gateway, upstream):
     assert post(gateway, "/v1/decisions/validate", OPENAI, key=None).status_code == 401
     assert post(gateway, "/v1/systemone/validate", S1, key="sk-not-a-key").status_code == 401
