@@ -221,7 +221,7 @@ class OutboxFile:
 class SpendOutbox:
     """The process's outbox file plus the files of dead processes it claimed; see the module docstring."""
 
-    def __init__(self, directory: Path | str | None = None, *, synchronous: str = "NORMAL", batch_size: int = 100,
+    def __init__(self, directory: Path | str | None = None, *, synchronous: str = "NORMAL", batch_size: int = 500,
                  attempts: int = 3, interval: float = 0.25, max_backoff: float = 5.0, scan_every: float = 60.0,
                  batch_timeout: float = 30.0) -> None:
         if synchronous.upper() not in SYNCHRONOUS:
