@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -313,7 +314,10 @@ def test_a_box_answer_is_drawn_on_the_image(ui, tmp_path):
     assert card.get_attribute("data-kind") == "box"
     assert card.locator(".box-view img").count() == 1
     style = card.locator(".box-rect").get_attribute("style")
-    assert f"top: {box['top'] * 100}%" in style.replace("px", "")
+    drawn = {k: float(v) for k, v in re.findall(r"(top|left|height|width): ([0-9.e-]+)%", style)}
+    assert drawn == pytest.approx({"top": box["top"] * 100, "left": box["left"] * 100,
+                                   "height": (box["bottom"] - box["top"]) * 100,
+                                   "width": (box["right"] - box["left"]) * 100}, abs=0.01)
     ui.shot("playground-box-1280")
 
 
