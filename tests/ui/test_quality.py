@@ -41,7 +41,9 @@ def test_every_page_fits_names_its_controls_and_is_light(ui, width):
         ui.page.wait_for_load_state("networkidle")
         scroll = ui.page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         assert scroll[0] <= scroll[1], f"{name} at {width}px scrolls sideways: {scroll}"
+        ui.page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
         assert ui.page.evaluate(UNNAMED) == [], f"{name}: controls without an accessible name"
+        assert ui.page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth"), name
         weight = ui.page.evaluate(OWN_BYTES)
         assert 0 < weight["bytes"] < MAX_PAGE_BYTES, (name, weight)
         assert "/ui/app.css" in weight["files"] and "/ui/js/app.js" in weight["files"]
