@@ -92,3 +92,28 @@ def test_a_virtual_key_pages_at_phone_width(ui):
         ui.page.wait_for_load_state("networkidle")
         assert ui.page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
         ui.shot(f"virtual-{name}-390")
+
+
+def test_the_key_lives_in_the_tabs_session_storage_only(ui):
+    from tests.ui.conftest import MASTER
+
+    page = ui.page
+    ui.refusals.add("/v1/models")
+    page.goto(f"{ui.url}/ui/")
+    page.get_by_label("API key").fill("sk-not-a-key-of-this-gateway")
+    page.get_by_role("button", name="Sign in").click()
+    error = page.locator("#sign-in-error")
+    error.wait_for()
+    page.wait_for_function("() => document.getElementById('sign-in-error').textContent.length > 0")
+    assert "key" in error.inner_text().lower()  # the server's sentence for an unknown key
+    ui.sign_in()
+    assert MASTER not in page.url
+    assert ui.context.cookies() == []
+    assert page.evaluate("() => localStorage.length") == 0
+    assert MASTER in page.evaluate("() => Object.values(sessionStorage)")
+    other = ui.context.new_page()  # another tab: signed out
+    try:
+        other.goto(f"{ui.url}/ui/")
+        other.wait_for_selector("#sign-in-title")
+    finally:
+        other.close()
