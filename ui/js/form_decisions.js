@@ -3,7 +3,7 @@
 
 import { button, field, h, select } from "./dom.js";
 import {
-  freshName, isObject, locKey, note, optionsHead, readFile, removeButton, structuredHint, textInput,
+  freshName, isObject, listEditor, locKey, note, readFile, removeButton, structuredHint, textInput,
 } from "./form_parts.js";
 
 const OPENAI_TYPES = [["predicate", "Predicate"], ["choice", "Choice"], ["score", "Score"]];
@@ -153,75 +153,67 @@ function openAiQuestion(body, i, question, changed, structural) {
 
 function openAiChoices(question, loc, changed, structural) {
   const choicesLoc = locKey(loc, "choices");
-  const box = h("div", { class: "options", dataset: { loc: choicesLoc } });
-  if (!Array.isArray(question.choices)) return note("choices is not a list; edit it in the JSON view.");
-  box.append(...[optionsHead("Choices", "Add choice", () => {
-    question.choices.push({ value: freshName(question.choices.map((c) => c && c.value), "option") });
-    structural(locKey(choicesLoc, question.choices.length - 1));
-  }, question.choices.length ? { kind: "typed", names: ["Type", "Value", "Description (optional)"] } : null)].flat());
-  question.choices.forEach((choice, j) => {
-    const rowLoc = locKey(choicesLoc, j);
-    if (!isObject(choice)) {
-      box.append(note(`choices[${j}] is not an object; edit it in the JSON view.`));
-      return;
-    }
-    const kind = typeof choice.value === "boolean" ? String(choice.value) : "text";
-    const valueType = select(CHOICE_VALUE_TYPES, kind);
-    const value = textInput(typeof choice.value === "boolean" ? "" : choice.value, (text) => {
-      choice.value = text;
-      changed();
-    }, { placeholder: kind === "text" ? "" : "(a boolean)" });
-    if (kind !== "text") value.disabled = true;
-    valueType.addEventListener("change", () => {
-      choice.value = valueType.value === "text" ? "" : valueType.value === "true";
-      structural(locKey(rowLoc, "value"));
-    });
-    const description = textInput(choice.description, (text) => {
-      if (text) choice.description = text; else delete choice.description;
-      changed();
-    }, { placeholder: "optional" });
-    box.append(h("div", { class: "option-row typed", dataset: { loc: rowLoc } },
-      field(`Choice ${j + 1} value type`, valueType, { loc: locKey(rowLoc, "type"), className: "compact" }),
-      field(`Choice ${j + 1} value`, value, { loc: locKey(rowLoc, "value"), className: "compact" }),
-      field(`Choice ${j + 1} description`, description, { loc: locKey(rowLoc, "description"), className: "compact" }),
-      removeButton(`choice ${j + 1}`, () => {
-        question.choices.splice(j, 1);
-        structural(choicesLoc);
-      })));
+  return listEditor(question.choices, {
+    listLoc: choicesLoc, what: "choices", title: "Choices", addText: "Add choice",
+    add: () => {
+      question.choices.push({ value: freshName(question.choices.map((c) => c && c.value), "option") });
+      structural(locKey(choicesLoc, question.choices.length - 1));
+    },
+    columns: { kind: "typed", names: ["Type", "Value", "Description (optional)"] },
+    row: (choice, j, rowLoc) => {
+      const kind = typeof choice.value === "boolean" ? String(choice.value) : "text";
+      const valueType = select(CHOICE_VALUE_TYPES, kind);
+      const value = textInput(typeof choice.value === "boolean" ? "" : choice.value, (text) => {
+        choice.value = text;
+        changed();
+      }, { placeholder: kind === "text" ? "" : "(a boolean)" });
+      if (kind !== "text") value.disabled = true;
+      valueType.addEventListener("change", () => {
+        choice.value = valueType.value === "text" ? "" : valueType.value === "true";
+        structural(locKey(rowLoc, "value"));
+      });
+      const description = textInput(choice.description, (text) => {
+        if (text) choice.description = text; else delete choice.description;
+        changed();
+      }, { placeholder: "optional" });
+      return h("div", { class: "option-row typed", dataset: { loc: rowLoc } },
+        field(`Choice ${j + 1} value type`, valueType, { loc: locKey(rowLoc, "type"), className: "compact" }),
+        field(`Choice ${j + 1} value`, value, { loc: locKey(rowLoc, "value"), className: "compact" }),
+        field(`Choice ${j + 1} description`, description, { loc: locKey(rowLoc, "description"), className: "compact" }),
+        removeButton(`choice ${j + 1}`, () => {
+          question.choices.splice(j, 1);
+          structural(choicesLoc);
+        }));
+    },
   });
-  return box;
 }
 
 function openAiLevels(question, loc, changed, structural) {
   const levelsLoc = locKey(loc, "levels");
-  const box = h("div", { class: "options", dataset: { loc: levelsLoc } });
-  if (!Array.isArray(question.levels)) return note("levels is not a list; edit it in the JSON view.");
-  box.append(...[optionsHead("Levels, lowest first", "Add level", () => {
-    question.levels.push({ label: "" });
-    structural(locKey(levelsLoc, question.levels.length - 1));
-  }, question.levels.length ? { kind: "level", names: ["", "Label", "Description (optional)"] } : null)].flat());
-  question.levels.forEach((level, j) => {
-    const rowLoc = locKey(levelsLoc, j);
-    if (!isObject(level)) {
-      box.append(note(`levels[${j}] is not an object; edit it in the JSON view.`));
-      return;
-    }
-    const label = textInput(level.label, (text) => {
-      level.label = text;
-      changed();
-    }, { placeholder: j === 0 ? "the lowest level" : "" });
-    const description = textInput(level.description, (text) => {
-      if (text) level.description = text; else delete level.description;
-      changed();
-    }, { placeholder: "optional" });
-    box.append(h("div", { class: "option-row level", dataset: { loc: rowLoc } },
-      h("span", { class: "level-index", "aria-hidden": "true" }, String(j)),
-      field(`Level ${j} label`, label, { loc: locKey(rowLoc, "label"), className: "compact" }),
-      field(`Level ${j} description`, description, { loc: locKey(rowLoc, "description"), className: "compact" }),
-      removeButton(`level ${j}`, () => {
-        question.levels.splice(j, 1);
-        structural(levelsLoc);
-      })));
+  return listEditor(question.levels, {
+    listLoc: levelsLoc, what: "levels", title: "Levels, lowest first", addText: "Add level",
+    add: () => {
+      question.levels.push({ label: "" });
+      structural(locKey(levelsLoc, question.levels.length - 1));
+    },
+    columns: { kind: "level", names: ["", "Label", "Description (optional)"] },
+    row: (level, j, rowLoc) => {
+      const label = textInput(level.label, (text) => {
+        level.label = text;
+        changed();
+      }, { placeholder: j === 0 ? "the lowest level" : "" });
+      const description = textInput(level.description, (text) => {
+        if (text) level.description = text; else delete level.description;
+        changed();
+      }, { placeholder: "optional" });
+      return h("div", { class: "option-row level", dataset: { loc: rowLoc } },
+        h("span", { class: "level-index", "aria-hidden": "true" }, String(j)),
+        field(`Level ${j} label`, label, { loc: locKey(rowLoc, "label"), className: "compact" }),
+        field(`Level ${j} description`, description, { loc: locKey(rowLoc, "description"), className: "compact" }),
+        removeButton(`level ${j}`, () => {
+          question.levels.splice(j, 1);
+          structural(levelsLoc);
+        }));
+    },
   });
-  return box;
 }

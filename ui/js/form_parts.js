@@ -86,3 +86,15 @@ export function optionsHead(title, addText, onAdd, columns) {
 export function removeButton(what, onclick) {
   return button("Remove", onclick, { class: "button ghost small remove", "aria-label": `Remove ${what}` });
 }
+
+/** A list of objects edited row by row (choices, levels): ``row(item, j, rowLoc)`` draws one. */
+export function listEditor(items, { listLoc, what, title, addText, add, columns, row }) {
+  if (!Array.isArray(items)) return note(`${what} is not a list; edit it in the JSON view.`);
+  const box = h("div", { class: "options", dataset: { loc: listLoc } });
+  box.append(...[optionsHead(title, addText, add, items.length ? columns : null)].flat());
+  items.forEach((item, j) => {
+    box.append(isObject(item) ? row(item, j, locKey(listLoc, j))
+      : note(`${what}[${j}] is not an object; edit it in the JSON view.`));
+  });
+  return box;
+}
