@@ -160,6 +160,9 @@ def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
     page.get_by_role("button", name="Requests", exact=True).click()
     assert float(key_bar.get_attribute("data-value")) == 3
     ui.shot("spend-1280")
+    page.get_by_role("button", name="7 days").click()
+    page.wait_for_function("() => document.querySelectorAll('[data-chart=\"Requests by day\"] rect').length === 7")
+    assert float(bar.get_attribute("data-value")) == todays["requests"]
 
     page.get_by_label("Key name").fill("ui-spend")
     page.get_by_role("button", name="Filter").click()

@@ -102,7 +102,11 @@ def test_a_request_on_each_tab_shows_the_servers_numbers(ui, wire, path):
     assert float(meta(ui, "cost").lstrip("$")) == pytest.approx(cost, rel=0.05)
     raw = ui.page.locator(".raw-json").text_content()
     assert json.loads(raw) == body  # the page's own copy of the answer is the server's
+    assert meta(ui, "model-group") == headers["x-decisions-model-group"] == "smollm2"
     ui.shot(f"playground-{wire}-1280")
+    ui.width(390)
+    assert ui.page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    ui.shot(f"playground-{wire}-answered-390")
 
 
 def test_a_validation_error_is_shown_at_its_field_on_each_wire(ui):

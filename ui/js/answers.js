@@ -24,6 +24,7 @@ export function requestCard(res, usage) {
   const saved = hd("x-decisions-cost-saved");
   const items = [
     meta("Latency", `${Math.round(res.ms)} ms`, "latency"),
+    meta("Model group", hd("x-decisions-model-group") || "–", "model-group"),
     meta("Deployment", hd("x-decisions-model") || "–", "deployment"),
     meta("Retries", hd("x-decisions-attempted-retries") ?? "0", "retries"),
     meta("Fallbacks", hd("x-decisions-attempted-fallbacks") ?? "0", "fallbacks"),

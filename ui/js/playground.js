@@ -377,6 +377,7 @@ export async function mount(root, { toast }) {
     clear(answers);
     if (!res.ok) {
       answers.append(errorCard(res), rawJson(res));
+      if (window.matchMedia("(max-width: 960px)").matches) answers.scrollIntoView({ block: "start" });
       if (sentWire === wire) {
         lastProblems = problemsOf(sentWire, res.data, res.status);
         showProblems(lastProblems);
@@ -385,6 +386,7 @@ export async function mount(root, { toast }) {
     }
     const cards = sentWire === "systemone" ? systemOneCards(body, res.data) : decisionsCards(body, res.data);
     answers.append(requestCard(res, res.data && res.data.usage), ...cards, rawJson(res));
+    if (window.matchMedia("(max-width: 960px)").matches) answers.scrollIntoView({ block: "start" });  // below the form
   });
 
   // ---- switching wires ----
