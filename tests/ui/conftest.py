@@ -116,8 +116,10 @@ def _expected_refusal(message, refusals: set[str]) -> bool:
     return urlsplit((message.location or {}).get("url", "")).path in refusals
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context(ui_gateway):
+    """One browser per test module: Playwright's sync API keeps an event loop running in this thread
+    while it is open, so it must be closed before the next module's asyncio tests run."""
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="ui-chromium-")
