@@ -68,6 +68,7 @@ def ui_gateway(tmp_path_factory) -> Iterator[RunningGateway]:
         while httpx.get(f"{running.url}/health/readiness", timeout=10).status_code != 200:
             assert time.monotonic() < deadline, "the bundled model did not load"
             time.sleep(0.2)
+        running.fake = fake  # type: ignore[attr-defined]  # the tests script its failures
         yield running
         running.stop()
 

@@ -82,6 +82,7 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     assert api(ui, "POST", "/v1/systemone", key=key, json=CALL).status_code == 403
     row(ui, "ui-once").get_by_role("button", name="Unblock key ui-once").click()
     row(ui, "ui-once").get_by_text("Active").wait_for()
+    assert api(ui, "POST", "/v1/systemone", key=key, json=CALL).status_code == 200
 
     # A refused edit is shown as the server's sentence at its field.
     ui.refusals.add("/key/update")
@@ -93,6 +94,13 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     error.wait_for()
     assert "rpm_limit" in error.inner_text()
     dialog.get_by_role("button", name="Cancel").click()
+
+    row(ui, "ui-once").get_by_role("button", name="Delete key ui-once").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete key").click()
+    page.get_by_text("Key deleted.").wait_for()
+    assert row(ui, "ui-once").count() == 0
+    ui.refusals.add("/v1/systemone")
+    assert api(ui, "POST", "/v1/systemone", key=key, json=CALL).status_code == 401
 
 
 def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
@@ -204,7 +212,10 @@ def test_teams_are_made_edited_blocked_and_deleted(ui):
     assert api(ui, "GET", "/team/info", params={"team_id": "ui-support"}).status_code == 404
 
 
-def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui):
+def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui, ui_gateway):
+    ui_gateway.fake.fail_next(429, "slow down")  # a 429 cools the deployment at once
+    cooled = api(ui, "POST", "/v1/systemone", json={**CALL, "model": "jev-fake", "state": "Cool me down."})
+    assert cooled.status_code == 429
     ui.sign_in()
     ui.open("models")
     page = ui.page
@@ -214,7 +225,11 @@ def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui):
     assert card.get_by_text("Healthy").is_visible()
     text = card.inner_text()
     assert "up to 256" in text and "1 to 255" in text and "$2 / 1M tokens" in text
-    ui.shot("models-1280")
+    fake = page.locator('[data-group="jev-fake"] [data-deployment="typesafe/jev-latest"]')
+    assert fake.locator(".pill").inner_text() == "Cooling down"
+    assert "answered 429" in fake.inner_text() and " s left" in fake.inner_text()
+    assert "1 cooling down" in page.locator('[data-group="jev-fake"] .card-head').first.inner_text()
+    ui.shot("models-cooling-1280")
 
 
 def test_a_key_deleted_while_signed_in_signs_the_tab_out_with_the_servers_sentence(ui):
