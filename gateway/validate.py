@@ -9,7 +9,8 @@ status the decision route would answer, in the caller's envelope (OpenAI's ``err
 One's ``detail`` list of ``loc``/``msg``, or, for its non-schema errors, ``detail.loc`` added beside
 the message so a form can show it at the field). A valid one gets 200 and a small body.
 
-The run goes through a copy of the pipeline without the spend log, so a check is never a spend row.
+The run goes through a copy of the pipeline without the spend log and the observer, so a check is
+never a spend row, nor a request in the metrics.
 The admin UI's playground (``ui/``) checks what its editor holds through these routes, so the rules
 live only here, in the parsers.
 """
@@ -62,13 +63,16 @@ VALIDATE_STEPS = (authenticate, read, decode, parse, authorize, fits, valid)
 
 
 def without_spend(request: Request) -> Pipeline:
-    """The gateway's pipeline without its spend log (made once per pipeline, after start)."""
+    """The gateway's pipeline without its spend log and its observer (a check is not a decision
+    request: no spend row, and not counted in the requests' metrics, log lines or traces). Made once
+    per pipeline: a config reload swaps in a new one."""
     app_state = request.app.state
     pipeline: Pipeline = app_state.gateway.pipeline
     cached = getattr(app_state, "validation_pipeline", None)
     if cached is None or cached[0] is not pipeline:
         checker = copy.copy(pipeline)
         checker.spend = None
+        checker.observer = None
         cached = (pipeline, checker)
         app_state.validation_pipeline = cached
     return cached[1]

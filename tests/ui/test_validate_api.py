@@ -129,6 +129,22 @@ def test_system_one_errors_after_the_schema_name_their_field_too(gateway, upstre
     assert unknown.status_code == 400 and unknown.json()["detail"]["loc"] == ["body", "model"]
 
 
+def requests_counted(gateway) -> float:
+    """The sum of decisions_gateway_requests_total over every label set."""
+    text = httpx.get(gateway.url + "/metrics", headers={"Authorization": f"Bearer {MASTER}"}, timeout=30).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("decisions_gateway_requests_total{"))
+
+
+def test_a_check_is_not_a_request_in_the_metrics(gateway):
+    before = requests_counted(gateway)
+    assert post(gateway, "/v1/systemone/validate", S1).status_code == 200
+    assert post(gateway, "/v1/decisions/validate", {**OPENAI, "model": "nope"}).status_code == 400
+    assert requests_counted(gateway) == before
+    assert post(gateway, "/v1/systemone", S1).status_code == 200
+    assert requests_counted(gateway) == before + 1  # what a decision request adds
+
+
 def test_unreadable_bodies_get_the_routes_answers(gateway):
     oa = post(gateway, "/v1/decisions/validate", b'{"model": "jev", ')
     assert oa.status_code == 400 and oa.json()["error"]["code"] == "json_invalid"
