@@ -2,10 +2,11 @@
 
 The record step hands each finished request to ``SpendLog.write``, which appends its row to the
 local outbox (``gateway/db/outbox.py``: a WAL SQLite file in the data directory; durable against
-``kill -9`` when ``append`` returns). A background task drains the outbox into the database in
-batches, idempotent by ``request_id``, so a database outage or a crash loses no row and writes none
-twice. The database is opened at start (migrations applied unless ``auto_migrate: false``); when
-it cannot be reached the gateway serves anyway, keeps the rows in the outbox, and keeps trying.
+``kill -9`` when ``append`` returns). A thread of its own (``gateway/db/drain_thread.py``) drains the
+outbox into the database in batches, idempotent by ``request_id``, so a database outage or a crash
+loses no row and writes none twice, and a drain never stalls the requests being answered. The
+database is opened at start (migrations applied unless ``auto_migrate: false``); when it cannot be
+reached the gateway serves anyway, keeps the rows in the outbox, and keeps trying.
 
 Request content is not stored unless ``general_settings.store_content`` is ``digest`` (the
 SHA-256 of the body) or ``full`` (the body, up to 64 KiB).
@@ -23,6 +24,9 @@ from typing import TYPE_CHECKING, Any
 from gateway.cache.steps import paid_usage, spend_columns
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from gateway.db.drain_thread import DrainThread
     from gateway.db.engine import Database
     from gateway.db.outbox import SpendOutbox
     from gateway.pipeline import RequestContext
@@ -43,6 +47,7 @@ class SpendLog:
         self.outbox: SpendOutbox | None = None
         self.error: str | None = None  # why the database is not open, for readiness
         self._task: asyncio.Task[None] | None = None
+        self._drainer: DrainThread | None = None
         self._opened = asyncio.Event()
 
     async def start(self) -> None:
@@ -61,15 +66,19 @@ class SpendLog:
         return self.db is not None
 
     async def _run(self) -> None:
+        from gateway.db.drain_thread import DrainThread
         from gateway.db.engine import auto_migrate_from_settings, database_url_from_settings, open_database
 
         settings = self.general_settings
+
+        def opener(migrate: bool) -> Callable[[], Awaitable[Database]]:
+            return lambda: open_database(database_url_from_settings(settings), auto_migrate=migrate,
+                                         pool_size=settings.get("database_connection_pool_limit"),
+                                         pool_timeout=settings.get("database_connection_timeout"))
+
         while self.db is None:
             try:
-                self.db = await open_database(
-                    database_url_from_settings(settings), auto_migrate=auto_migrate_from_settings(settings),
-                    pool_size=settings.get("database_connection_pool_limit"),
-                    pool_timeout=settings.get("database_connection_timeout"))
+                self.db = await opener(auto_migrate_from_settings(settings))()
             except Exception as exc:  # noqa: BLE001 - the database's fault: keep serving, keep trying
                 self.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
                 log.error("the database cannot be opened (%s); spend rows wait in the outbox, retrying in "
@@ -79,8 +88,9 @@ class SpendLog:
                 self._opened.clear()
         self.error = None
         self._opened.set()
-        if self.outbox is not None:
-            await self.outbox.drain_forever(self.db)
+        if self.outbox is not None:  # the drain's own engine, on its own thread (migrated by the one above)
+            self._drainer = DrainThread(self.outbox, opener(False))
+            self._drainer.start()
 
     def write(self, ctx: RequestContext) -> None:
         """The request's row into the outbox (durable when this returns)."""
@@ -101,8 +111,10 @@ class SpendLog:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        if self.outbox is not None:
-            await self.outbox.close(self.db)
+        if self._drainer is not None:
+            await self._drainer.close()  # the last drain and the outbox's files, on the drain's thread
+        elif self.outbox is not None:
+            await self.outbox.close(None)  # the database never opened: the rows stay on disk
         if self.db is not None:
             await self.db.close()
 
