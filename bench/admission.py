@@ -120,7 +120,8 @@ def section(results: Results) -> str:
         "budget for each) and six settle writes; the master key makes no state call. *failover over redis* "
         "is `FailoverState(RedisState, MemoryState)`, what the gateway runs with Redis configured"
         + (" (it was degraded during the run: its rows are memory)" if env.get("degraded") else "")
-        + ": each check is one Redis round trip (see Shared state for the cost of one). Client and Redis "
+        + ": a request's checks go to Redis together, in one round trip (see Shared state for the cost of "
+        "one call). Client and Redis "
         "share the machine's cores; absolute figures move with its load."
     )
     rows = ["| identity | " + " | ".join(f"{b}: p50 / p99 µs" for b in backends) + " |",

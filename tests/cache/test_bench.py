@@ -4,6 +4,7 @@ upstream call), and only its own section of the doc rewritten. No timing asserti
 from __future__ import annotations
 
 from bench import cache as bench
+from tests.bench_doc import check_rewrites_only_its_section
 from tests.shared_state.conftest import REDIS_URL
 
 
@@ -19,13 +20,4 @@ def test_the_benchmark_measures_every_case_and_rewrites_only_its_own_section(tmp
     assert replay.upstream_calls in (0, -1) and replay.paid == 0.0
     assert replay.saved > 0 and first.paid > 0
 
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text("# Benchmarks\n\n## Router\n\nkept\n\n## Cache\n\nold rows\n\n## Admission\n\nkept too\n")
-    text = bench.section(results)
-    bench.write_section(text, doc)
-    bench.write_section(text, doc)
-    out = doc.read_text()
-    assert "old rows" not in out and out.count("## Cache") == 1
-    assert "## Router\n\nkept\n" in out and "## Admission\n\nkept too\n" in out
-    for case in results.cases:
-        assert f"| {case.name} | " in out
+    check_rewrites_only_its_section(bench, results, tmp_path, "Cache", [case.name for case in results.cases])
