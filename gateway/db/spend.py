@@ -2,7 +2,8 @@
 
 ``insert_spend_rows(db, rows)`` runs one transaction: ``INSERT ... ON CONFLICT (request_id) DO NOTHING
 RETURNING request_id`` (both dialects), then adds only the rows that came back to ``daily_spend``
-(``INSERT ... ON CONFLICT DO UPDATE SET spend = daily_spend.spend + excluded.spend, ...``). A row sent
+(``INSERT ... ON CONFLICT DO UPDATE SET spend = daily_spend.spend + excluded.spend, ...``) and to
+their key's and team's ``spend`` (what auth reads, and a budget counter is seeded with). A row sent
 twice (a drain replayed after a crash between the database's commit and the outbox's delete) is
 neither stored nor counted twice. Rows and roll-up keys are written in sorted order, so two drainers
 on PostgreSQL never wait on each other in a cycle.
@@ -24,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.engine import Database
-from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs
+from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs, teams, verification_tokens
 
 INT_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "total_tokens", "retries", "fallbacks",
                "cache_hits", "cache_misses")
@@ -105,10 +106,31 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
         for chunk in _shaped(ordered):
             inserted.update(r[0] for r in (await conn.execute(stmt, chunk)).all())
         if inserted:
+            new = [unique[k] for k in sorted(inserted)]
             upsert = _rollup_upsert(db.dialect)
-            for totals in _shaped(rollup([unique[k] for k in sorted(inserted)])):
+            for totals in _shaped(rollup(new)):
                 await conn.execute(upsert, totals)
+            for table, column, amounts in ((verification_tokens, "token", _spent_by(new, "api_key")),
+                                           (teams, "team_id", _spent_by(new, "team_id"))):
+                if amounts:
+                    await conn.execute(_add_spend(table, column), amounts)
     return len(inserted)
+
+
+def _spent_by(rows: Sequence[Mapping[str, Any]], field: str) -> list[dict[str, Any]]:
+    """The rows' spend summed per key hash or team id (in key order), for the keys' and teams' ``spend``:
+    the database spend that auth reads and admission seeds a budget counter with."""
+    sums: dict[str, float] = {}
+    for row in rows:
+        owner, spend = row.get(field), row.get("spend") or 0.0
+        if owner and spend:
+            sums[owner] = sums.get(owner, 0.0) + spend
+    return [{"owner": owner, "amount": sums[owner]} for owner in sorted(sums)]
+
+
+def _add_spend(table: Any, column: str) -> Any:
+    return (sa.update(table).where(table.c[column] == sa.bindparam("owner"))
+            .values(spend=table.c.spend + sa.bindparam("amount")))
 
 
 def _shaped(items: list[Any]) -> Iterator[list[Any]]:

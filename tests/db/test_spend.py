@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from gateway.db.engine import Database
+from gateway.db.models import teams, verification_tokens
 from gateway.db.spend import insert_spend_rows, normalise_row, rollup
 from tests.db.rows import DAY, rollup_totals, spend_count, spend_row
 
@@ -50,6 +51,20 @@ async def test_insert_is_idempotent_and_rolls_up_once(db: Database) -> None:
     assert await insert_spend_rows(db, rows[:5] + [normalise_row(spend_row(20))] + rows[:5]) == 1
     assert await spend_count(db) == 21
     assert await rollup_totals(db) == (21, 10.5, 210)
+
+
+async def test_new_rows_add_to_their_keys_and_teams_spend_once(db: Database) -> None:
+    async with db.engine.begin() as conn:
+        await conn.execute(sa.insert(teams).values(team_id="team-a"))
+        await conn.execute(sa.insert(verification_tokens).values(token="hash-a", team_id="team-a", spend=1.0))
+    rows = [normalise_row(spend_row(i, team_id="team-a")) for i in range(4)]
+    rows.append(normalise_row(spend_row(4, api_key="", team_id=None, spend=7.0)))  # no key, no team
+    assert await insert_spend_rows(db, rows) == 5
+    assert await insert_spend_rows(db, rows) == 0  # a replay adds nothing
+    async with db.engine.connect() as conn:
+        key = (await conn.execute(sa.select(verification_tokens.c.spend))).scalar_one()
+        team = (await conn.execute(sa.select(teams.c.spend))).scalar_one()
+    assert key == pytest.approx(1.0 + 4 * 0.5) and team == pytest.approx(4 * 0.5)
 
 
 async def test_rows_read_back_with_their_types(db: Database) -> None:
