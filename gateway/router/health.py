@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import Any
 
 from gateway.cost import price_for
 from gateway.router import policy
@@ -53,22 +54,29 @@ class Health:
     async def candidates(self, deps: Sequence[Deployment], group: GroupPolicy,
                          excluded: Sequence[Deployment]) -> list[Candidate]:
         ids = [key_of(dep) for dep in deps]
-        cooling = await self.state.get_many([f"router:cool:{i}" for i in ids]) if not self.disable_cooldowns \
-            else [None] * len(ids)
-        in_flight = await self.state.get_ints([f"router:inflight:{i}" for i in ids]) \
-            if group.strategy == "least-busy" else [0] * len(ids)
-        latency = await self.state.latency([f"router:latency:{i}" for i in ids]) \
-            if group.strategy == "latency-based-routing" else [None] * len(ids)
-        rpm = await self.state.window_get_many([f"router:rpm:{i}" for i in ids], MINUTE_S) \
-            if any(dep.rpm is not None for dep in deps) else [0] * len(ids)
-        tpm = await self.state.window_get_many([f"router:tpm:{i}" for i in ids], MINUTE_S) \
-            if _tracks_usage(group, deps) else [0] * len(ids)
+        reads: dict[str, Awaitable[list[Any]]] = {}  # only what this group's strategy and limits need
+        if not self.disable_cooldowns:
+            reads["cooling"] = self.state.get_many([f"router:cool:{i}" for i in ids])
+        if group.strategy == "least-busy":
+            reads["in_flight"] = self.state.get_ints([f"router:inflight:{i}" for i in ids])
+        if group.strategy == "latency-based-routing":
+            reads["latency"] = self.state.latency([f"router:latency:{i}" for i in ids])
+        if any(dep.rpm is not None for dep in deps):
+            reads["rpm"] = self.state.window_get_many([f"router:rpm:{i}" for i in ids], MINUTE_S)
+        if _tracks_usage(group, deps):
+            reads["tpm"] = self.state.window_get_many([f"router:tpm:{i}" for i in ids], MINUTE_S)
+        # More than one read goes out at once: with Redis, in one batch (one round trip), not one by one.
+        values = await asyncio.gather(*reads.values()) if len(reads) > 1 else [await r for r in reads.values()]
+        got = dict(zip(reads, values, strict=True))
+        none, zero = [None] * len(ids), [0] * len(ids)
+        cooling, in_flight, latency = got.get("cooling", none), got.get("in_flight", zero), got.get("latency", none)
+        rpm, tpm = got.get("rpm", zero), got.get("tpm", zero)
         excluded_ids = {key_of(dep) for dep in excluded}
         out = []
-        for n, dep in enumerate(deps):
+        for k, dep in enumerate(deps):
             price = price_for(dep) if group.strategy == "cost-based-routing" else None
-            out.append(Candidate(dep, cooling=cooling[n] is not None, tried=ids[n] in excluded_ids,
-                                 in_flight=in_flight[n], latency_ms=latency[n], rpm_used=rpm[n], tpm_used=tpm[n],
+            out.append(Candidate(dep, cooling=cooling[k] is not None, tried=ids[k] in excluded_ids,
+                                 in_flight=in_flight[k], latency_ms=latency[k], rpm_used=rpm[k], tpm_used=tpm[k],
                                  price=price.input if price is not None else None))
         return out
 
