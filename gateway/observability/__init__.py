@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gateway.cache.steps import CacheOutcome, paid_usage
 from gateway.observability import logs
 from gateway.observability.labels import NONE
 from gateway.observability.metrics import Metrics
@@ -28,21 +29,11 @@ PASSTHROUGH_ENVS = ("TYPESAFE_API_KEY", "LAYA_API_KEY", "BESPOKE_API_KEY")
 
 
 def cache_counts(cache: Any) -> tuple[int, int, float | None]:
-    """(hits, misses, cost saved) from the cache outcome on the context (gateway/cache ``CacheOutcome``;
-    None: no cache). The cost saved counts once the cached answers were delivered, as the spend row's."""
-    if cache is None:
+    """(hits, misses, cost saved) from the cache outcome on the context (None: no cache). The cost saved
+    counts once the cached answers were delivered, as the spend row's does."""
+    if not isinstance(cache, CacheOutcome):
         return 0, 0, None
-    delivered = getattr(cache, "delivered", True)
-    saved = getattr(cache, "cost_saved_known", None) if delivered else None
-    return int(getattr(cache, "hits", 0) or 0), int(getattr(cache, "misses", 0) or 0), saved
-
-
-def paid_usage(ctx: Any) -> Any:
-    """The usage the request paid for: with cache hits, the misses' alone (not every answer's)."""
-    paid = getattr(ctx.cache, "paid_usage", None) if ctx.cache is not None else None
-    if paid is not None:
-        return paid
-    return ctx.result.usage if ctx.result is not None else None
+    return cache.hits, cache.misses, cache.cost_saved_known if cache.delivered else None
 
 
 def secrets_of(general_settings: Mapping[str, Any], deployments: Iterable[Any],
