@@ -53,10 +53,6 @@ class GatewayConfig:
     def database_url(self) -> str | None:
         return self.general_settings.get("database_url")
 
-    @property
-    def redis_url(self) -> str | None:
-        return self.general_settings.get("redis_url")
-
 
 def load_config(path: str | Path | None, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """Read and validate a config file; ``None`` gives the embedded default."""

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gateway.admission import Admission, Ticket
 from gateway.auth.identity import Authenticator, check_model_allowed
-from gateway.body import (
+from gateway.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
+    OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
     BodyError,
     ClientDisconnected,
     DecodedBody,
@@ -66,9 +67,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.pipeline")
 
-# Bodies this large, compressed or multipart are decoded and validated in a worker thread, so a big
-# request (400 questions of 255 choices, a zstd body inflating to megabytes) never stalls the loop.
-OFF_LOOP_BYTES = 64 * 1024
 REQUEST_LOG_SIZE = 256
 COLD_TOKEN_RATIO = 4.0  # before a group's first answer: one token per character (the estimate is 4 a token)
 TOKEN_MARGIN = 1.25

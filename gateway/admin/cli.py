@@ -39,7 +39,7 @@ from pydantic import ValidationError
 from gateway.admin import schemas, service
 from gateway.admin.service import Admin
 from gateway.auth import store
-from gateway.auth.cache import VERSION_KEY
+from gateway.auth.cache import KeyCache
 from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
 from translators.errors import DecisionError
 
@@ -281,16 +281,8 @@ async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
               f"DECISIONS_GATEWAY_DATA_DIR, or set {SALT_ENV} / general_settings.salt_key for both)", file=sys.stderr)
     db = await open_database(url, auto_migrate=auto_migrate)
     shared = state_from_settings(redis_url) if redis_url else None
-
-    async def changed() -> None:
-        if shared is not None:
-            try:
-                await shared.incr(VERSION_KEY)
-            except Exception:  # running gateways still see it within their cache's ttl
-                pass
-
-    try:
-        yield Admin(db=db, hasher=hasher, changed=changed)
+    try:  # a change bumps auth:version, so running gateways drop their cached keys (gateway/auth/cache.py)
+        yield Admin(db=db, hasher=hasher, changed=KeyCache(shared).changed)
     finally:
         await db.close()
         if shared is not None:
