@@ -193,6 +193,8 @@ class Reloader:
         state = self.state
         state.config, state.registry, state.pipeline = built.config, built.registry, built.pipeline
         built.pipeline.router.health.disable_cooldowns = built.settings.disable_cooldowns
+        if state.observer is not None:  # the new groups and deployments become label values, their keys secrets
+            state.observer.follow(built.registry)
         self.generation += 1
         self.loaded_at = time.time()
         self.last_error = None

@@ -71,13 +71,13 @@ class Observer:
         logs.protect(secrets_of(general_settings, pipeline.registry.deployments))
         self._refresher: asyncio.Task[None] | None = None
         pipeline.observer = self
+        pipeline.router.tracing = self.tracing  # a reload hands it on to the new router (gateway/reload.py)
 
     # ---- per request -------------------------------------------------------------------------------
 
     def begin(self, pipeline: Any, ctx: Any) -> None:
         self.metrics.in_flight.inc()
         if self.tracing is not None:
-            pipeline.router.tracing = self.tracing  # a reloaded pipeline's new router too
             self.tracing.begin(ctx)
 
     def record(self, pipeline: Any, ctx: Any) -> None:
@@ -89,9 +89,7 @@ class Observer:
             relayed = ctx.extra.get("upstream_response")
             upstream_ms = relayed.elapsed_ms if relayed is not None else 0.0
         cache = cache_counts(ctx.cache)
-        metrics = self.metrics
-        if pipeline.registry is not metrics.labeller.registry:
-            self.follow(pipeline.registry)
+        metrics = self.metrics  # a reload makes its new registry the labels' (Reloader._swap calls follow)
         try:
             metrics.record(ctx, paid_usage(ctx), total_s, upstream_ms / 1000.0, *cache)
             if logs.REQUEST_LOG.isEnabledFor(logging.INFO):
