@@ -24,12 +24,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.call import fit
 from gateway.json_codec import json_bytes
 from gateway.pipeline import Pipeline, RequestContext, authenticate, authorize, decode, parse, read
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
-from translators.errors import Unsupported, Where
+from translators.errors import Where
 from translators.wire import WireModule
 
 JSON_TYPE = "application/json"
@@ -39,16 +38,7 @@ async def fits(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The router's pre-call filter: 400 ``Unsupported`` (the first refusal) when no deployment of the
     group, nor of its capacity fallbacks, can take the request."""
     assert ctx.req is not None and ctx.model_group is not None
-    refusal: Unsupported | None = None
-    groups = [ctx.model_group, *pipeline.router.settings.policy(ctx.model_group).capacity_fallbacks]
-    for group in groups:
-        deps = pipeline.registry.require_group(group) if group == ctx.model_group else pipeline.registry.group(group)
-        for dep in deps:
-            try:
-                fit(dep, ctx.req)
-                return
-            except Unsupported as err:
-                refusal = refusal or err
+    refusal = pipeline.router.refusal(ctx.req, ctx.model_group)
     if refusal is not None:
         raise refusal
 

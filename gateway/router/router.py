@@ -109,6 +109,17 @@ class Router:
             names.extend(self.settings.policy(name).capacity_fallbacks)
         return list(dict.fromkeys(names))
 
+    def refusal(self, req: DecisionRequest, group: str) -> Unsupported | None:
+        """The pre-call filter alone, calling nothing: None when a deployment of ``group`` or of its
+        capacity fallbacks can take ``req``, else the group's first refusal (what ``route`` would raise)."""
+        first: Unsupported | None = None
+        for n, name in enumerate([group, *self.settings.policy(group).capacity_fallbacks]):
+            able, why = _able(self.registry.require_group(name) if n == 0 else self.registry.group(name), req)
+            if able:
+                return None
+            first = first or why
+        return first
+
     # ---- the request ------------------------------------------------------------------------------
 
     async def route(self, req: DecisionRequest, group: str, deadline_ms: float | None = None) -> Routed:
