@@ -29,11 +29,17 @@ def fit(dep: Deployment, req: DecisionRequest) -> Limits:
     """The deployment's limits for this request; ``Unsupported`` (400) when it cannot take it."""
     provider = get_provider(dep.provider)
     limits = request_limits(provider, dep, req)
+    check_fit(provider, limits, req)
+    return limits
+
+
+def check_fit(provider: Provider, limits: Limits, req: DecisionRequest) -> None:
+    """``Unsupported`` (400) when a deployment of ``provider`` with ``limits`` cannot take ``req``; it
+    depends on nothing else, so deployments that share both share the outcome."""
     capabilities.check(provider.name, limits, req, inline_images_only=provider.inline_images_only)
     if limits.max_context_tokens is not None:
         for chunk in split(req, limits):
             capabilities.check_context(provider.name, limits, chunk)
-    return limits
 
 
 def split(req: DecisionRequest, limits: Limits) -> list[DecisionRequest]:

@@ -38,6 +38,7 @@ from gateway.router.settings import GroupPolicy, RouterSettings
 from gateway.router.strategies import choose
 from gateway.split import merge_results
 from providers.base import Deployment, Limits
+from providers.registry import get_provider
 from translators.errors import DecisionError, Unsupported, UpstreamError
 from translators.ir import DecisionRequest, DecisionResult
 
@@ -323,14 +324,27 @@ class Router:
 
 
 def _able(deployments: Sequence[Deployment], req: DecisionRequest) -> tuple[Able, Unsupported | None]:
-    """The deployments that can take ``req`` (the pre-call filter), and the first refusal."""
+    """The deployments that can take ``req`` (the pre-call filter), and the first refusal. The check
+    (every question, the token estimate of each chunk) runs once per provider and limits, not once per
+    deployment: the deployments of a group mostly share both."""
     able: Able = []
     refusal: Unsupported | None = None
+    outcomes: dict[tuple[str, Limits], Unsupported | None] = {}
     for dep in deployments:
-        try:
-            able.append((dep, calls.fit(dep, req)))
-        except Unsupported as err:
-            refusal = refusal or err
+        provider = get_provider(dep.provider)
+        limits = calls.request_limits(provider, dep, req)
+        key = (provider.name, limits)
+        if key not in outcomes:
+            try:
+                calls.check_fit(provider, limits, req)
+                outcomes[key] = None
+            except Unsupported as err:
+                outcomes[key] = err
+        why = outcomes[key]
+        if why is None:
+            able.append((dep, limits))
+        else:
+            refusal = refusal or why
     return able, refusal
 
 
