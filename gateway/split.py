@@ -15,15 +15,18 @@ def split_request(req: DecisionRequest, max_questions: int | None) -> list[Decis
         return [req]
     if max_questions < 1:
         raise ValueError("max_questions must be at least 1")
-    # As few chunks as the limit allows, as even as possible: 130 over a limit of 128 -> 65 + 65, not 128 + 2.
-    chunks = -(-n // max_questions)
-    base, extra = divmod(n, chunks)
     out, start = [], 0
-    for index in range(chunks):
-        size = base + (1 if index < extra else 0)
+    for size in chunk_sizes(n, -(-n // max_questions)):  # as few chunks as the limit allows
         out.append(req.with_questions(req.questions[start:start + size]))
         start += size
     return out
+
+
+def chunk_sizes(n: int, chunks: int) -> list[int]:
+    """``n`` questions over ``chunks`` consecutive chunks as even as possible, the first ones one longer:
+    130 over two chunks -> 65 + 65, not 128 + 2. The one layout rule (the cache reads it back too)."""
+    base, extra = divmod(n, chunks)
+    return [base + (1 if index < extra else 0) for index in range(chunks)]
 
 
 def merge_results(parts: list[DecisionResult]) -> DecisionResult:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from gateway.cache.keys import deployment_identity, entry_key, version_key
 from gateway.cache.settings import CacheSettings, GroupCache, group_cache
 from gateway.cache.store import DEPLOYMENT, VERSION, AnswerStore, answer_of, decode_entry, encode_entry, usage_share
+from gateway.split import chunk_sizes
 from providers.base import Deployment
 from translators.ir import Answer, DecisionRequest, DecisionResult
 
@@ -159,10 +160,9 @@ def _credited(deps: tuple[Deployment, ...], entry: list) -> Deployment:
 
 def chunk_owners(questions: int, tried: Sequence[Deployment]) -> list[Deployment]:
     """The deployment that answered each question of a routed request: the router splits a request
-    into ``len(tried)`` consecutive chunks as even as possible (gateway/split.py ``split_request``),
-    the first ones one question longer, and ``tried`` has the answering deployment of each."""
-    base, extra = divmod(questions, len(tried))
+    into ``len(tried)`` consecutive chunks (gateway/split.py ``chunk_sizes``), and ``tried`` has the
+    answering deployment of each."""
     owners: list[Deployment] = []
-    for index, dep in enumerate(tried):
-        owners.extend([dep] * (base + (1 if index < extra else 0)))
+    for dep, size in zip(tried, chunk_sizes(questions, len(tried)), strict=True):
+        owners.extend([dep] * size)
     return owners
