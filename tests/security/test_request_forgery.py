@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -216,8 +218,18 @@ def test_sql_in_every_admin_filter_of_the_running_gateway_matches_nothing_and_ch
     gw, key = forgery
     admin = auth(MASTER)
     assert httpx.post(gw.url + "/v1/systemone", json=S1, headers=auth(key), timeout=10).status_code == 200
-    before = {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
-              for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
+
+    def tables() -> dict:
+        return {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
+                for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
+
+    before, deadline = tables(), time.monotonic() + 10
+    while time.monotonic() < deadline:  # the calls' spend drains into the key's spend (every 0.25 s): wait for it
+        time.sleep(0.6)
+        settled = tables()
+        if settled == before:
+            break
+        before = settled
     filters = [("/spend/logs", name) for name in ("api_key", "key_alias", "team_id", "model", "request_id",
                                                    "start_date", "end_date")]
     filters += [("/key/info", "key"), ("/team/info", "team_id"), ("/key/list", "key_alias"), ("/key/list", "team_id"),
@@ -232,8 +244,6 @@ def test_sql_in_every_admin_filter_of_the_running_gateway_matches_nothing_and_ch
                 body = r.json()
                 rows = body.get("data", body) if isinstance(body, dict) else body
                 assert rows in ([], {}) or (isinstance(rows, dict) and rows.get("total") == 0), (path, name, body)
-    after = {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
-             for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
-    assert after == before  # no table changed
+    assert tables() == before  # no table changed
     assert httpx.get(gw.url + "/spend/logs", params={"key_alias": "forger"}, headers=admin,
                      timeout=10).json()["data"]  # the rows are there to be found
