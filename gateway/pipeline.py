@@ -118,6 +118,7 @@ class RequestContext:
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
     client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
+    answered: bool = False  # the pipeline is done: a disconnect no longer cancels anything
     client_gone: bool = False
     ticket: Ticket | None = None  # what admit reserved (rate limits, budget), settled or released
     settled: Ticket | None = None  # the ticket settle took over (the metrics read its budget holds)
@@ -195,8 +196,7 @@ class Pipeline:
             fail(ctx, DecisionError(status=500, message=f"Internal error in the gateway; request id "
                                     f"{ctx.request_id}.", type="internal_error", code="internal_error"))
         finally:
-            if ctx.client_watch is not None:
-                ctx.client_watch.cancel()
+            ctx.answered = True  # the watcher ends when the server says the response went out (no cancel)
             if ctx.ticket is not None and ctx.ticket.open and self.admission is not None:
                 await self.admission.release(ctx.ticket)  # no answer: every reservation given back
             record(self, ctx)
@@ -439,12 +439,20 @@ def decode_request_body(ctx: RequestContext, settings: LimitsSettings = DEFAULT_
 
 def watch_client(ctx: RequestContext, receive: Callable[[], Awaitable[dict]]) -> asyncio.Future[None]:
     """A watcher that cancels the task answering ``ctx`` when its client disconnects (the body has
-    been read, so the next ASGI message can only be ``http.disconnect``)."""
+    been read, so the next ASGI message can only be ``http.disconnect``).
+
+    It is never cancelled itself: once the response has gone out, the server answers the pending
+    ``receive`` with ``http.disconnect`` (the ASGI spec; uvicorn does), and the watcher, seeing
+    ``ctx.answered``, just ends. Cancelling it instead left a cycle per request (the task, its
+    CancelledError's traceback, the frame holding ``ctx``) that kept the whole request's objects alive
+    until the garbage collector ran, which it then did several times a request."""
     task = asyncio.current_task()
 
     async def watch() -> None:
         while True:
             message = await receive()
+            if ctx.answered:
+                return
             if message.get("type") == "http.disconnect":
                 ctx.client_gone = True
                 if task is not None:

@@ -17,6 +17,7 @@ coerced, times as timezone-aware UTC.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -98,9 +99,7 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
     if not unique:
         return 0
     ordered = [dict(unique[k]) for k in sorted(unique)]
-    insert = _insert(db.dialect)
-    stmt = (insert(spend_logs).on_conflict_do_nothing(index_elements=["request_id"])
-            .returning(spend_logs.c.request_id))
+    stmt = _new_rows_insert(db.dialect)
     async with db.engine.begin() as conn:
         inserted: set[str] = set()
         for chunk in _shaped(ordered):
@@ -117,6 +116,14 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
     return len(inserted)
 
 
+# The statements are built once per dialect: they are immutable, and building them for every batch made
+# SQLAlchemy objects in reference cycles (garbage for the collector) besides the work.
+@functools.cache
+def _new_rows_insert(dialect: str) -> Any:
+    return (_insert(dialect)(spend_logs).on_conflict_do_nothing(index_elements=["request_id"])
+            .returning(spend_logs.c.request_id))
+
+
 def _spent_by(rows: Sequence[Mapping[str, Any]], field: str) -> list[dict[str, Any]]:
     """The rows' spend summed per key hash or team id (in key order), for the keys' and teams' ``spend``:
     the database spend that auth reads and admission seeds a budget counter with."""
@@ -128,6 +135,7 @@ def _spent_by(rows: Sequence[Mapping[str, Any]], field: str) -> list[dict[str, A
     return [{"owner": owner, "amount": sums[owner]} for owner in sorted(sums)]
 
 
+@functools.cache
 def _add_spend(table: Any, column: str) -> Any:
     return (sa.update(table).where(table.c[column] == sa.bindparam("owner"))
             .values(spend=table.c.spend + sa.bindparam("amount")))
@@ -167,6 +175,7 @@ def rollup(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [sums[k] for k in sorted(sums)]
 
 
+@functools.cache
 def _rollup_upsert(dialect: str) -> Any:
     stmt = _insert(dialect)(daily_spend)
     return stmt.on_conflict_do_update(
