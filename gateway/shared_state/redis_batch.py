@@ -13,7 +13,9 @@ its own atomicity, a Lua script included) and hands each caller its own answer o
 connection fails every command of the batch, as it would have failed each of them. redis-py's pipeline
 cannot do this by itself (it batches what one caller queues, costs more Python than a single command,
 and its scripts cost a ``SCRIPT EXISTS`` round trip per execute), hence this small module on redis-py's
-connections and parser.
+connections and parser. With hiredis installed (a dependency) redis-py reads answers with hiredis's C
+parser, and the commands are packed by ``hiredis.pack_command``: redis-py's own packing (for asyncio) is
+Python, a tenth of this module's time under load.
 
 A script is sent as ``EVALSHA``; when Redis answers ``NOSCRIPT`` (a restarted or flushed Redis), the
 batch loads the scripts that were missing and sends those commands once more.
@@ -27,6 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import hiredis
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
@@ -122,7 +125,7 @@ class CommandBatch:
         pool = self._redis.connection_pool
         conn = await pool.get_connection()
         try:
-            await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+            await conn.send_packed_command(b"".join(map(hiredis.pack_command, commands)), check_health=False)
             results: list[Any] = []
             for _ in commands:
                 try:
