@@ -11,7 +11,9 @@ use it. Pure ASGI: no per-request task.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Collection, Iterator
 
 REQUEST_ID = b"x-request-id"
 CLIENT_REQUEST_ID = b"x-client-request-id"
@@ -19,9 +21,22 @@ TYPESAFE_REQUEST_ID = b"x-typesafe-request-id"
 SYSTEMONE_SUFFIX = "/systemone"
 
 
+def _fresh_prefix() -> None:
+    global _prefix, _serial
+    _prefix, _serial = "req_" + os.urandom(8).hex(), itertools.count(1)
+
+
+_prefix: str
+_serial: Iterator[int]
+_fresh_prefix()
+os.register_at_fork(after_in_child=_fresh_prefix)  # a forked worker never repeats its parent's ids
+
+
 def new_request_id() -> str:
-    """``req_`` and 128 random bits in hex (as a uuid4's hex, without building a UUID object)."""
-    return "req_" + os.urandom(16).hex()
+    """``req_``, 64 random bits drawn once per process and a 64-bit serial number, in hex: 32 hex digits
+    as a uuid4's, unique across processes and restarts. ``os.urandom`` per request released the GIL for
+    its system call, and the request then waited for the spend drain thread to hand it back."""
+    return f"{_prefix}{next(_serial):016x}"
 
 
 def _client_id(scope) -> bytes | None:
@@ -41,6 +56,27 @@ def is_systemone_path(path: str) -> bool:
     return path.rstrip("/").endswith(SYSTEMONE_SUFFIX)
 
 
+def assign(scope) -> str:
+    """A new id for the request of ``scope``, kept in ``scope["state"]["request_id"]``."""
+    request_id = new_request_id()
+    scope.setdefault("state", {})["request_id"] = request_id
+    return request_id
+
+
+def id_headers(scope, request_id: str, present: Collection[bytes] = ()) -> list[tuple[bytes, bytes]]:
+    """The response headers naming the request: ``x-request-id`` (and ``x-typesafe-request-id`` on a
+    System One path) unless the response names them already (``present``: lower-case names), and the
+    caller's own id as ``x-client-request-id``."""
+    encoded = request_id.encode("latin-1")
+    headers = [(REQUEST_ID, encoded)] if REQUEST_ID not in present else []
+    if TYPESAFE_REQUEST_ID not in present and is_systemone_path(scope.get("path", "")):
+        headers.append((TYPESAFE_REQUEST_ID, encoded))
+    client_id = _client_id(scope)
+    if client_id is not None:
+        headers.append((CLIENT_REQUEST_ID, client_id))
+    return headers
+
+
 class RequestIdMiddleware:
     def __init__(self, app):
         self.app = app
@@ -49,21 +85,12 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = new_request_id()
-        scope.setdefault("state", {})["request_id"] = request_id
-        encoded = request_id.encode("latin-1")
-        names = [REQUEST_ID]
-        if is_systemone_path(scope.get("path", "")):
-            names.append(TYPESAFE_REQUEST_ID)
-        client_id = _client_id(scope)
+        request_id = assign(scope)
 
         async def send_with_id(message):
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", ()))
-                present = {k.lower() for k, _ in headers}
-                headers.extend((name, encoded) for name in names if name not in present)
-                if client_id is not None:
-                    headers.append((CLIENT_REQUEST_ID, client_id))
+                headers.extend(id_headers(scope, request_id, {k.lower() for k, _ in headers}))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -20,8 +20,10 @@ from translators.wire import WireModule
 JSON_TYPE = "application/json"
 
 
-def decision_endpoint(wire: WireModule):
-    async def endpoint(request: Request) -> Response:
+def decision_answer(wire: WireModule):
+    """The request answered through the pipeline: its context, whose ``status``, ``headers`` and
+    ``content`` are the response (gateway/app.py sends them straight to the server)."""
+    async def answer(request: Request) -> RequestContext:
         pipeline: Pipeline = request.app.state.gateway.pipeline
         headers = request.headers
         ctx = RequestContext(
@@ -30,7 +32,16 @@ def decision_endpoint(wire: WireModule):
             content_encoding=headers.get("content-encoding"), forwarded_headers=forwarded_headers(headers),
             deadline_header=headers.get(DEADLINE_HEADER),
         )
-        await pipeline.run(ctx, DECISION_STEPS)
+        return await pipeline.run(ctx, DECISION_STEPS)
+
+    return answer
+
+
+def decision_endpoint(wire: WireModule):
+    answer = decision_answer(wire)
+
+    async def endpoint(request: Request) -> Response:
+        ctx = await answer(request)
         return Response(content=ctx.content, status_code=ctx.status, media_type=JSON_TYPE, headers=ctx.headers)
 
     return endpoint
@@ -38,6 +49,8 @@ def decision_endpoint(wire: WireModule):
 
 # Plain Starlette routes: the handlers read the raw body themselves, so FastAPI's dependency
 # solving and response wrapping would only add per-request work on the hot path.
-_openai, _systemone = decision_endpoint(openai_wire), decision_endpoint(systemone_wire)
-ROUTES = [Route(path, endpoint, methods=["POST"]) for path, endpoint in (
-    ("/v1/decisions", _openai), ("/decisions", _openai), ("/v1/systemone", _systemone), ("/systemone", _systemone))]
+PATHS = {"/v1/decisions": openai_wire, "/decisions": openai_wire, "/v1/systemone": systemone_wire,
+         "/systemone": systemone_wire}
+ANSWERS = {path: decision_answer(wire) for path, wire in PATHS.items()}  # the fast path's (gateway/app.py)
+_endpoints = {wire: decision_endpoint(wire) for wire in (openai_wire, systemone_wire)}
+ROUTES = [Route(path, _endpoints[wire], methods=["POST"]) for path, wire in PATHS.items()]
