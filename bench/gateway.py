@@ -1,7 +1,7 @@
 """Gateway overhead benchmark: what this gateway adds on top of a zero-delay upstream, beside what
 LiteLLM 1.110.2's proxy adds on the same upstream in the same run.
 
-    python -m bench.gateway [--modes none auth cache] [--requests 1000] [--concurrent-requests 3000]
+    python -m bench.gateway [--modes none master auth cache] [--requests 1000] [--concurrent-requests 3000]
                             [--concurrency 32 128] [--litellm-requests 300] [--litellm-concurrent-requests 1000]
                             [--litellm-venv PATH | --no-litellm] [--no-install] [--timeout 1500] [--no-pin]
                             [--no-write]
@@ -14,10 +14,12 @@ both with ``jev`` = ``typesafe/jev-latest`` on that upstream), and this process 
 (aiohttp, keep-alive). The body is small and realistic: three questions (a ``noul``, a 3-option
 choice, a 3-level score), sent to ``/v1/systemone`` (same wire) and ``/v1/decisions`` (translated).
 
-Three configurations (``--modes``): ``none`` (no key at all); ``auth`` (a master key, one virtual key
-with an rpm limit and a budget counted in Redis, spend logging to the outbox and a SQLite spend log;
-LiteLLM gets its master key only when it cannot make a virtual key without a database, and the table
-says so); ``cache`` (``litellm_settings.cache: true`` with ``cache_params: {type: local}``, the same
+Four configurations (``--modes``): ``none`` (no key at all); ``master`` (the master key only: what
+LiteLLM can run here as its keyed configuration, so the two are compared like for like; ours still
+writes its spend log); ``auth`` (a master key, one virtual key with an rpm limit and a budget counted in
+Redis, spend logging to the outbox and a SQLite spend log; LiteLLM gets its master key only when it
+cannot make a virtual key without a database, and the table says so);
+``cache`` (``litellm_settings.cache: true`` with ``cache_params: {type: local}``, the same
 body again and again, so every request after the first of each route is a hit; the upstream's count
 of gateway calls shows how many really were).
 
@@ -57,7 +59,7 @@ __all__ = ["percentile", "run", "main"]  # percentile: bench/router.py reads it 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 MASTER_KEY = "sk-bench-master-key"
-MODES = ("none", "auth", "cache")
+MODES = ("none", "master", "auth", "cache")
 ROUTES = (("/v1/systemone", "/v1/systemone -> typesafe (same wire)", systemone_body("jev")),
           ("/v1/decisions", "/v1/decisions -> typesafe (translated)", openai_body("jev")))
 DIRECT_PATH, DIRECT_BODY = "/v1/systemone", systemone_body("jev-latest")
@@ -117,6 +119,8 @@ def server_cases(name: str, sequential: int, concurrent: int, concurrencies: lis
 def ours_config(mode: str, upstream_base: str, tmp: str) -> dict:
     settings: dict = {"model_list": [{"model_name": "jev", "litellm_params": {
         "model": "typesafe/jev-latest", "api_key": UPSTREAM_KEY, "api_base": upstream_base, "timeout": 10}}]}
+    if mode == "master":
+        settings["general_settings"] = {"master_key": MASTER_KEY}
     if mode == "auth":  # Redis on loopback, the spend log in a SQLite file of the run's own
         settings["general_settings"] = {"master_key": MASTER_KEY, "redis_url": "redis://127.0.0.1:6379/14",
                                         "database_url": f"sqlite:///{tmp}/spend.db"}
@@ -200,6 +204,11 @@ def measure(server: Server, proc: subprocess.Popen, base: str, plan: Plan) -> No
         raise RuntimeError(f"{NAMES[server.name]} exited with {proc.returncode} during the run")
 
 
+def send_with(server: Server, key: str) -> None:
+    for case in server.cases:
+        case.key = key
+
+
 def run_ours(server: Server, mode: str, plan: Plan) -> None:
     command = gateway_command() + ["--config", "{config}", "--host", HOST, "--port", "{port}", "--workers", "1",
                                    "--log-level", "warning"]
@@ -210,8 +219,9 @@ def run_ours(server: Server, mode: str, plan: Plan) -> None:
             key, why = generate_key(base)
             if key is None:
                 raise RuntimeError(f"this gateway made no virtual key: {why}")
-            for case in server.cases:
-                case.key = key
+            send_with(server, key)
+        if mode == "master":
+            send_with(server, MASTER_KEY)
         measure(server, proc, base, plan)
     finally:
         stop(proc)
@@ -221,8 +231,8 @@ def run_litellm(server: Server, mode: str, plan: Plan, venv: litellm.Venv) -> No
     """LiteLLM in the mode's configuration; a failure is recorded in ``server.error``, never raised."""
     command = litellm.command(venv, Path("{config}"), HOST, 0)
     command[command.index("--port") + 1] = "{port}"
-    config = litellm.config(plan.upstream_base, UPSTREAM_KEY, master_key=MASTER_KEY if mode == "auth" else None,
-                            cache=mode == "cache")
+    config = litellm.config(plan.upstream_base, UPSTREAM_KEY,
+                            master_key=MASTER_KEY if mode in ("master", "auth") else None, cache=mode == "cache")
     proc = None
     log_path: Path | None = None
     try:
@@ -231,8 +241,9 @@ def run_litellm(server: Server, mode: str, plan: Plan, venv: litellm.Venv) -> No
             key, why = generate_key(base)
             if key is None:
                 key, server.note = MASTER_KEY, f"{litellm.NO_KEYS}; its `/key/generate` answered {why}"
-            for case in server.cases:
-                case.key = key
+            send_with(server, key)
+        if mode == "master":
+            send_with(server, MASTER_KEY)
         measure(server, proc, base, plan)
     except (RuntimeError, OSError, ValueError, KeyError) as exc:
         server.error = one_line(exc, log_path, litellm.WORK_DIR / f"litellm-{mode}.log")

@@ -23,7 +23,7 @@ def test_every_configuration_is_measured_and_litellm_missing_is_said(tmp_path):
     results = bench.run(sequential=6, concurrent=8, concurrencies=(4,), litellm_sequential=3, litellm_concurrent=4,
                         timeout=180, warmup=2, litellm_venv=missing, install=False)
     assert not missing.exists()  # nothing was installed
-    assert [r.mode for r in results.runs] == ["none", "auth", "cache"]
+    assert [r.mode for r in results.runs] == ["none", "master", "auth", "cache"]
     for run in results.runs:
         assert [(c.name, c.concurrency) for c in run.upstream] == [("upstream alone: POST /v1/systemone", 1),
                                                                   ("upstream alone: POST /v1/systemone", 4)]
@@ -37,8 +37,9 @@ def test_every_configuration_is_measured_and_litellm_missing_is_said(tmp_path):
         assert ours.ready_s > 0 and 0 < ours.rss_warm_mib and 0 < ours.rss_after_mib and not ours.error
         assert ours.sent == 2 * 2 + sum(c.sent for c in ours.cases) and 0 <= ours.upstream_calls <= ours.sent
         assert "no LiteLLM venv at" in theirs.error and not any(c.latencies for c in theirs.cases)
-    none, auth, cache = results.runs
+    none, master, auth, cache = results.runs
     assert none.servers[0].upstream_calls == none.servers[0].sent  # no cache: every request went upstream
+    assert {c.key for c in master.servers[0].cases} == {bench.MASTER_KEY}
     keys = {c.key for c in auth.servers[0].cases}
     assert len(keys) == 1 and keys != {bench.MASTER_KEY} and next(iter(keys)).startswith("sk-")  # a virtual key
     hits = report.cache_hits(cache.servers[0])
@@ -62,10 +63,10 @@ def test_every_configuration_is_measured_and_litellm_missing_is_said(tmp_path):
         for route, _ in CASES[:2]:
             assert re.search(rf"^\| {re.escape(title)} \| `{route}` \| added p50, concurrency 1 \| [+-]\d+\.\d\d ms "
                              r"\| – \| – \| <= ", summary, re.MULTILINE), (title, route)
-    assert summary.count("| added p99, concurrency 1 |") == 6 and summary.count("| requests/s, concurrency 4 |") == 6
+    assert summary.count("| added p99, concurrency 1 |") == 8 and summary.count("| requests/s, concurrency 4 |") == 8
     assert re.search(r"^\| no auth \| this gateway \| \d+\.\d\d s \| \d+ MiB \| \d+ MiB \| [\d,]+ / [\d,]+ \|",
                      summary, re.MULTILINE)
-    assert summary.count("| LiteLLM 1.110.2 | – | – | – | – | no LiteLLM venv at") == 3
+    assert summary.count("| LiteLLM 1.110.2 | – | – | – | – | no LiteLLM venv at") == 4
     assert ("| cache hit | this gateway |" in summary) and (("**no cache hits**" in summary) != hits)
     for mode, heading in report.HEADINGS.items():
         text = sections[heading]
