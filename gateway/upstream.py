@@ -1,15 +1,16 @@
 """Upstream HTTP: one shared, pooled client for the whole process.
 
-httpx's own connection pool is slow under concurrency (encode/httpx#3215), and even on aiohttp's
-transport its wrapping costs more than the HTTP work, so the client is one aiohttp session; see
+The client is the gateway's own (``gateway/http_client.py``: kept-alive connections on asyncio's
+transports and httptools' parser): httpx's pool is slow under concurrency (encode/httpx#3215), and
+aiohttp's client spent three times the exchange's own CPU in its objects; see
 ``bench/upstream_client.py`` and docs/benchmarks.md. URLs ``local://<model-ref>/<path>`` go to the
 bundled backend in this process (``backend.inprocess.call``) instead of over HTTP.
 
 Transport failures become ``UpstreamError``: 502 when the upstream cannot be reached, 504 when it
 does not answer in time. Messages name the provider and host, never a key or a query string.
 
-An answer is read in chunks and counted as it is decoded (aiohttp inflates gzip / zstd as it
-reads), so an answer beyond ``max_response_bytes`` (general_settings.max_upstream_response_bytes,
+An answer is counted as it is decoded (the client inflates gzip and deflate as it reads), so an
+answer beyond ``max_response_bytes`` (general_settings.max_upstream_response_bytes,
 16 MiB) is dropped as soon as it is over: a 1 MB gzip answer inflating to 1 GiB costs 16 MiB and
 a few milliseconds, not the process. ``parse_off_loop`` runs a provider's parsing of a large answer
 in a worker thread.
@@ -18,14 +19,12 @@ in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
 from urllib.parse import unquote, urlsplit
 
-import aiohttp
-
+from gateway.http_client import AnswerTooLarge, HttpClient
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from providers.base import UpstreamRequest, UpstreamResponse
@@ -34,40 +33,35 @@ from translators.errors import DecisionError, UpstreamError
 log = logging.getLogger("gateway.upstream")
 
 LOCAL_SCHEME = "local://"
-# What a failed exchange raises: aiohttp's client errors, timeouts and socket errors.
-TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
+# What a failed exchange raises: timeouts and socket errors (the client's protocol errors are OSErrors).
+TRANSPORT_ERRORS = (asyncio.TimeoutError, TimeoutError, OSError)
 MAX_RESPONSE_BYTES = DEFAULT_LIMITS_SETTINGS.max_upstream_response_bytes
-READ_CHUNK_BYTES = 256 * 1024
 # Answers this large are parsed in a worker thread (json.loads of 16 MiB takes ~0.1 s).
 OFF_LOOP_RESPONSE_BYTES = 256 * 1024
 
 
 class Upstream:
-    """Sends ``UpstreamRequest``s over one pooled aiohttp session. ``start`` once, ``close`` at shutdown.
-
-    aiohttp directly rather than httpx: on the gateway's hot path httpx's request building, cookie
-    handling and response wrapping cost more than aiohttp's HTTP work itself (bench/upstream_client.py).
-    """
+    """Sends ``UpstreamRequest``s over one pooled client. ``start`` once, ``close`` at shutdown."""
 
     def __init__(self, *, max_connections: int = 1000, keepalive_expiry: float = 30.0,
                  max_response_bytes: int = MAX_RESPONSE_BYTES):
         self._max_connections = max_connections
         self._keepalive_expiry = keepalive_expiry
         self.max_response_bytes = max_response_bytes
-        self._session: aiohttp.ClientSession | None = None
+        self._client: HttpClient | None = None
 
     @property
     def started(self) -> bool:
-        return self._session is not None
+        return self._client is not None
 
     async def start(self) -> None:
-        if self._session is None:
-            self._session = make_session(self._max_connections, self._keepalive_expiry)
+        if self._client is None:
+            self._client = HttpClient(self._max_connections, self._keepalive_expiry)
 
     async def close(self) -> None:
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
 
     async def __aenter__(self) -> Upstream:
         await self.start()
@@ -80,51 +74,23 @@ class Upstream:
         provider = provider or _host(request.url)
         if request.url.startswith(LOCAL_SCHEME):
             return await send_local(request, provider)
-        if self._session is None:
+        if self._client is None:
             await self.start()
-        assert self._session is not None
+        assert self._client is not None
         content, headers = encode_body(request, provider)
         started = time.perf_counter()
         try:
-            async with self._session.request(request.method, request.url, data=content, headers=headers,
-                                             timeout=_timeout(request.timeout),
-                                             allow_redirects=False) as response:
-                body = await read_capped(response, self.max_response_bytes, provider)
+            answer = await self._client.request(request.method, request.url, headers, content,
+                                                timeout_s=request.timeout, max_bytes=self.max_response_bytes)
+        except AnswerTooLarge:
+            raise response_too_large(provider, self.max_response_bytes) from None
+        except ValueError as exc:  # a header that cannot be sent, or a URL that is not http(s)
+            raise UpstreamError(502, f"The request for upstream {provider} cannot be sent ({exc}).",
+                                provider=provider) from None
         except TRANSPORT_ERRORS as exc:
             raise transport_error(exc, provider, request.url, request.timeout) from None
-        return UpstreamResponse(
-            status=response.status,
-            headers={k.lower(): v for k, v in response.headers.items()},
-            body=body,
-            elapsed_ms=(time.perf_counter() - started) * 1000.0,
-        )
-
-
-async def read_capped(response: aiohttp.ClientResponse, max_bytes: int, provider: str) -> bytes:
-    """The decoded body, or ``UpstreamError`` 502 as soon as it is over ``max_bytes``.
-
-    Leaving the response unread closes its connection instead of returning it to the pool.
-    """
-    declared = response.content_length
-    encoded = bool(response.headers.get("Content-Encoding"))
-    if declared is not None and not encoded:
-        if declared > max_bytes:
-            raise response_too_large(provider, max_bytes)
-        return await response.read()  # a plain body of a known, allowed size: one read
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in response.content.iter_chunked(READ_CHUNK_BYTES):
-        total += len(chunk)
-        if total > max_bytes:
-            raise response_too_large(provider, max_bytes)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-@functools.lru_cache(maxsize=64)
-def _timeout(total: float) -> aiohttp.ClientTimeout:
-    """One (immutable) ClientTimeout per distinct timeout, instead of one per request."""
-    return aiohttp.ClientTimeout(total=total)
+        return UpstreamResponse(status=answer.status, headers=answer.headers, body=answer.body,
+                                elapsed_ms=(time.perf_counter() - started) * 1000.0)
 
 
 def response_too_large(provider: str, max_bytes: int) -> UpstreamError:
@@ -156,14 +122,6 @@ def encode_body(request: UpstreamRequest, provider: str) -> tuple[bytes | None, 
     return content, headers
 
 
-def make_session(max_connections: int = 1000, keepalive_expiry: float = 30.0) -> aiohttp.ClientSession:
-    """One connection pool for every upstream; no cookies kept between unrelated callers."""
-    connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0, keepalive_timeout=keepalive_expiry,
-                                     ttl_dns_cache=300)
-    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                 skip_auto_headers=("User-Agent",))
-
-
 def transport_error(exc: BaseException, provider: str, url: str, timeout: float) -> UpstreamError:
     """502 for an upstream that cannot be reached, 504 for one that does not answer in time."""
     where = f"upstream {provider} at {_host(url)}"
@@ -176,7 +134,7 @@ def transport_error(exc: BaseException, provider: str, url: str, timeout: float)
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    """A timeout (aiohttp's are ``TimeoutError`` subclasses); connection refusals are not timeouts."""
+    """A timeout; connection refusals are not timeouts."""
     return isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or isinstance(_root(exc), TimeoutError)
 
 
