@@ -4,7 +4,7 @@ LiteLLM 1.110.2's proxy adds on the same upstream in the same run.
     python -m bench.gateway [--modes none master auth cache] [--requests 1000] [--concurrent-requests 3000]
                             [--concurrency 32 128] [--litellm-requests 300] [--litellm-concurrent-requests 1000]
                             [--litellm-venv PATH | --no-litellm] [--no-install] [--timeout 1500] [--no-pin]
-                            [--no-write]
+                            [--rounds 3] [--no-write]
 
 Processes on 127.0.0.1: the zero-delay upstream (bench/zero_delay_upstream.py: TypeSafe's
 ``/v1/systemone`` and OpenAI's ``/v1/decisions`` with valid answers precomputed per question, and a
@@ -26,7 +26,9 @@ of gateway calls shows how many really were).
 Measured per configuration and gateway: start to ``/health/readiness`` 200; resident memory (the
 process and its children) after a warm-up and after the run; per route, p50 and p99 at concurrency 1
 with each request followed by one straight to the upstream (*added* = gateway minus direct, so both
-see the same moment of a noisy machine), and requests per second at each ``--concurrency``. With two
+see the same moment of a noisy machine), and requests per second at each ``--concurrency``: each
+concurrent case runs ``--rounds`` times (every gateway alike) and the median round is reported, so a
+short dip of the shared machine moves one round and not the figure. With two
 or more cores (and unless ``--no-pin``) the gateway under test runs on core 0 and the upstream and
 the load client on core 1 (``sched_setaffinity``, as ``taskset`` does). Every case is bounded by its
 request count and one overall ``--timeout``; every process is stopped at the end. Prints the tables
@@ -50,7 +52,7 @@ from pathlib import Path
 
 from bench import litellm, processes
 from bench.docs_section import machine_env
-from bench.load import Case, percentile, run_case, warm
+from bench.load import Case, percentile, run_rounds, warm
 from bench.processes import free_port, http_json, log_tail, pinned_to, stop, tree_rss_mib
 from bench.zero_delay_upstream import UPSTREAM_KEY, openai_body, systemone_body
 
@@ -165,6 +167,7 @@ class Plan:
     deadline: float
     warmup: int
     tmp: str
+    rounds: int = 1  # of each concurrent case, the median round reported (bench/load.py run_rounds)
 
 
 def start(command: list[str], env: dict[str, str], config: dict, plan: Plan, name: str) -> tuple[
@@ -196,7 +199,7 @@ def measure(server: Server, proc: subprocess.Popen, base: str, plan: Plan) -> No
     server.sent += asyncio.run(warm(base, firsts, plan.warmup, plan.deadline))
     server.rss_warm_mib = tree_rss_mib(proc.pid)
     for case in server.cases:
-        asyncio.run(run_case(base, case, plan.deadline, plan.warmup, plan.upstream_base))
+        asyncio.run(run_rounds(base, case, plan.deadline, plan.warmup, plan.upstream_base, plan.rounds))
         server.sent += case.sent
     server.rss_after_mib = tree_rss_mib(proc.pid)
     server.upstream_calls = upstream_calls(plan.upstream_base) - before
@@ -271,7 +274,7 @@ def one_line(exc: BaseException, log_path: Path | None, keep: Path) -> str:
 def run(modes: tuple[str, ...] = MODES, sequential: int = 1000, concurrent: int = 3000,
         concurrencies: tuple[int, ...] = (32, 128), litellm_sequential: int = 300, litellm_concurrent: int = 1000,
         timeout: float = 1500.0, warmup: int = 50, pin: bool = True,
-        litellm_venv: Path | None = litellm.DEFAULT_VENV, install: bool = True) -> Results:
+        litellm_venv: Path | None = litellm.DEFAULT_VENV, install: bool = True, rounds: int = 3) -> Results:
     """Start the upstream; per mode, our gateway then LiteLLM's proxy, every case; stop everything.
     ``litellm_venv`` None leaves LiteLLM out; ``install`` False uses only a venv already there."""
     started = time.monotonic()
@@ -282,6 +285,7 @@ def run(modes: tuple[str, ...] = MODES, sequential: int = 1000, concurrent: int 
     env = machine_env(
         modes=list(modes), sequential=sequential, concurrent=concurrent, concurrencies=concurrency,
         litellm_sequential=litellm_sequential, litellm_concurrent=litellm_concurrent, warmup=warmup, timeout=timeout,
+        rounds=rounds,
         pinned=f"gateway on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
         if gateway_cores and other_cores else "")
     venv = litellm.prepare(litellm_venv, install=install) if litellm_venv is not None else None
@@ -295,11 +299,11 @@ def run(modes: tuple[str, ...] = MODES, sequential: int = 1000, concurrent: int 
             upstream = subprocess.Popen([sys.executable, "-m", "bench.zero_delay_upstream", str(port)], cwd=ROOT,
                                         stdin=subprocess.DEVNULL, preexec_fn=pinned_to(other_cores))
             processes.wait_for_port(port, upstream, min(deadline, time.monotonic() + 30))
-            plan = Plan(f"http://{HOST}:{port}", gateway_cores, deadline, warmup, tmp)
+            plan = Plan(f"http://{HOST}:{port}", gateway_cores, deadline, warmup, tmp, rounds)
             for mode in modes:
                 direct = upstream_cases(sequential, concurrent, concurrency)
                 for case in direct.values():
-                    asyncio.run(run_case(plan.upstream_base, case, deadline, warmup))
+                    asyncio.run(run_rounds(plan.upstream_base, case, deadline, warmup, rounds=rounds))
                 current = ModeRun(mode, list(direct.values()))
                 runs.append(current)
                 ours = Server("ours", server_cases("ours", sequential, concurrent, concurrency, direct))
@@ -337,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-litellm", action="store_true", help="ours alone")
     parser.add_argument("--no-install", action="store_true", help="use LiteLLM's venv only if it is already there")
     parser.add_argument("--warmup", type=int, default=50, help="unrecorded requests before each case")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each concurrent case (every gateway); the median round is reported")
     parser.add_argument("--timeout", type=float, default=1500.0, help="hard limit for the whole run, seconds")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the gateway and the load to separate cores")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
@@ -344,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = ("auth",) if args.auth else tuple(dict.fromkeys(args.modes))
     results = run(modes, args.requests, args.concurrent_requests, tuple(args.concurrency), args.litellm_requests,
                   args.litellm_concurrent_requests, args.timeout, args.warmup, pin=not args.no_pin,
-                  litellm_venv=None if args.no_litellm else args.litellm_venv, install=not args.no_install)
+                  litellm_venv=None if args.no_litellm else args.litellm_venv, install=not args.no_install,
+                  rounds=args.rounds)
     results.env["command"] = "python -m bench.gateway" + "".join(f" {a}" for a in (argv if argv is not None
                                                                                     else sys.argv[1:]))
     sections = report.sections(results)

@@ -134,7 +134,9 @@ def method(results: Results) -> str:
         f"{env['date']}; load average {load1:.2f} (1 min) / {load5:.2f} (5 min) at the start; the run took "
         f"{env.get('wall_s', math.nan):.0f} s). Ours: {env['sequential']:,} requests per route at concurrency 1, "
         f"{env['concurrent']:,} per concurrent case; LiteLLM: {env['litellm_sequential']:,} and "
-        f"{env['litellm_concurrent']:,}; each case after {env['warmup']} warm-up requests. One zero-delay aiohttp "
+        f"{env['litellm_concurrent']:,}; each case after {env['warmup']} warm-up requests, and each concurrent case "
+        f"run {env.get('rounds', 1)} times, the round with the median requests/s reported (every round's figure "
+        "in the configuration's own section). One zero-delay aiohttp "
         "upstream (valid answers precomputed per question) serves both gateways, one gateway process at a time, "
         "one worker each, model `jev` = `typesafe/jev-latest` on that upstream; the load client is aiohttp with "
         "keep-alive. Body: three questions (a noul, a 3-option choice, a 3-level score), to `/v1/systemone` "
@@ -166,12 +168,14 @@ def summary(results: Results) -> str:
 
 def detail(run: ModeRun, results: Results) -> str:
     env = results.env
-    rows = ["| case | concurrency | requests | errors | req/s | p50 ms | p95 ms | p99 ms | added p50 ms "
+    rows = ["| case | concurrency | requests | errors | req/s (each round) | p50 ms | p95 ms | p99 ms | added p50 ms "
             "| added p99 ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     cases = list(run.upstream) + [c for s in run.servers for c in s.cases if measured(s)]
     for c in cases:
         short = " (cut short by the timeout)" if c.cut_short else ""
-        rows.append(f"| {c.name}{short} | {c.concurrency} | {c.done:,} | {c.errors} | {_rps(c.rps)} | {_ms(c.pct(50))} "
+        rounds = f" ({' / '.join(_rps(r) for r in c.round_rps)})" if len(c.round_rps) > 1 else ""
+        rows.append(f"| {c.name}{short} | {c.concurrency} | {c.done:,} | {c.errors} | {_rps(c.rps)}{rounds} "
+                    f"| {_ms(c.pct(50))} "
                     f"| {_ms(c.pct(95))} | {_ms(c.pct(99))} | {_ms(c.added(50))} | {_ms(c.added(99))} |")
     missing = [f"{NAMES[s.name]}: {s.error}" for s in run.servers if s.error]
     return "\n".join([

@@ -34,6 +34,7 @@ def test_every_configuration_is_measured_and_litellm_missing_is_said(tmp_path):
             assert case.errors == 0, case.first_error
             assert len(case.latencies) == (6 if case.concurrency == 1 else 8) and not case.cut_short
         assert all(len(c.paired) == 6 for c in ours.cases if c.concurrency == 1)  # interleaved direct calls
+        assert all(len(c.round_rps) == 3 for c in ours.cases if c.concurrency > 1)  # the median of 3 rounds
         assert ours.ready_s > 0 and 0 < ours.rss_warm_mib and 0 < ours.rss_after_mib and not ours.error
         assert ours.sent == 2 * 2 + sum(c.sent for c in ours.cases) and 0 <= ours.upstream_calls <= ours.sent
         assert "no LiteLLM venv at" in theirs.error and not any(c.latencies for c in theirs.cases)
