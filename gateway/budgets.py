@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from gateway.auth.durations import Duration, DurationError, add_months, next_reset, parse_duration
+from gateway.utc import utc
 
 MICRO = 1_000_000  # budgets are counted in integer micro-dollars
 MAX_MICRO = 2**62
@@ -32,15 +33,8 @@ class Period:
 LIFETIME = Period("life", None, None, LIFETIME_WINDOW_S)
 
 
-def _months(duration: Duration) -> int | None:
-    """Calendar months per period for ``mo`` and ``30d`` (resets on the 1st), else None."""
-    if duration.unit == "mo":
-        return duration.amount
-    return 1 if duration.unit == "d" and duration.amount == 30 else None
-
-
 def _previous(reset: datetime, duration: Duration) -> datetime:
-    months = _months(duration)
+    months = duration.calendar_months
     if months is not None:
         return add_months(reset, -months)
     if duration.unit == "w" or (duration.unit == "d" and duration.amount == 7):
@@ -59,11 +53,11 @@ def budget_period(duration_text: str, reset_at: datetime, now: datetime) -> Peri
         duration = parse_duration(duration_text)
     except DurationError:
         return LIFETIME
-    end = reset_at.replace(tzinfo=UTC) if reset_at.tzinfo is None else reset_at
+    end = utc(reset_at)
     start = _previous(end, duration)
     if end <= now:  # the reset job has not moved budget_reset_at yet: follow its chain to now
         start, end = end, next_reset(duration, end)
-        if end <= now and _months(duration) is None:
+        if end <= now and duration.calendar_months is None:
             step = next_reset(duration, end) - end  # from a boundary on, the chain is regular
             skip = (now - end) // step
             start, end = end + skip * step, end + (skip + 1) * step

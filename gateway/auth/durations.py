@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from gateway.utc import utc
+
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 MAX_SECONDS = 10 * 366 * 86400  # ten years: past this a duration is a typo
 MAX_MONTHS = 120
@@ -38,6 +40,13 @@ class Duration:
 
     def __str__(self) -> str:
         return f"{self.amount}{self.unit}"
+
+    @property
+    def calendar_months(self) -> int | None:
+        """Calendar months per period: ``Nmo``, and ``30d`` as one month (resets on the 1st); else None."""
+        if self.unit == "mo":
+            return self.amount
+        return 1 if self.unit == "d" and self.amount == 30 else None
 
     @property
     def seconds(self) -> int | None:
@@ -80,9 +89,9 @@ def next_reset(duration: Duration | str, now: datetime | None = None) -> datetim
     now = _utc(now)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     n, unit = duration.amount, duration.unit
-    if unit == "mo" or (unit == "d" and n == 30):
-        first = add_months(midnight.replace(day=1), 1)
-        return add_months(first, (n if unit == "mo" else 1) - 1)
+    months = duration.calendar_months
+    if months is not None:
+        return add_months(add_months(midnight.replace(day=1), 1), months - 1)
     if unit == "w" or (unit == "d" and n == 7):
         monday = midnight + timedelta(days=7 - now.weekday())
         return monday + timedelta(weeks=(n if unit == "w" else 1) - 1)
@@ -96,6 +105,4 @@ def next_reset(duration: Duration | str, now: datetime | None = None) -> datetim
 
 
 def _utc(now: datetime | None) -> datetime:
-    if now is None:
-        return datetime.now(UTC)
-    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+    return datetime.now(UTC) if now is None else utc(now)

@@ -26,6 +26,7 @@ from typing import Any
 from gateway.auth.cache import KeyCache
 from gateway.auth.errors import PermissionDenied, missing_key, model_not_allowed, unknown_key
 from gateway.auth.keys import KeyHasher, key_from_headers, load_secret, looks_like_key, master_key_of, secrets_equal
+from gateway.utc import utc
 from translators.errors import DecisionError
 
 log = logging.getLogger("gateway.auth")
@@ -48,7 +49,7 @@ class Limits:
     def current_spend(self, now: datetime | None = None) -> float:
         """The spend that counts against ``max_budget`` now: 0 once ``budget_reset_at`` has passed
         (before the reset job has written it)."""
-        if self.budget_reset_at is not None and _aware(self.budget_reset_at) <= (now or datetime.now(UTC)):
+        if self.budget_reset_at is not None and utc(self.budget_reset_at) <= (now or datetime.now(UTC)):
             return 0.0
         return self.spend
 
@@ -124,7 +125,7 @@ class Identity:
             models=allowed_models(key.models, team.models if team else ()),
             key_limits=key.limits, team_limits=team.limits if team else None,
             blocked=key.blocked or bool(team and team.blocked),
-            expires=_aware(key.expires) if key.expires is not None else None,
+            expires=utc(key.expires) if key.expires is not None else None,
             metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
         )
 
@@ -248,7 +249,3 @@ def check_usable(identity: Identity, entry: Entry, now: datetime | None = None) 
         raise PermissionDenied(f"{name} is blocked.", code="key_blocked")
     if identity.expires is not None and identity.expires <= (now or datetime.now(UTC)):
         raise PermissionDenied(f"{name} expired at {identity.expires.isoformat()}.", code="key_expired")
-
-
-def _aware(when: datetime) -> datetime:
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when

@@ -17,6 +17,7 @@ from gateway.db.engine import Database
 from gateway.db.models import daily_spend, teams, verification_tokens
 from gateway.db.models import spend_logs as spend_logs_table
 from gateway.db.spend import ROLLUP_SUMS
+from gateway.utc import utc
 
 MAX_PAGE_SIZE = 1000
 GroupBy = Literal["day", "model", "model_group", "team", "key"]
@@ -34,7 +35,7 @@ def _moment(value: dt.date | dt.datetime | str | None, name: str, *, end: bool) 
         except ValueError:
             raise ValueError(f"{name}: not a date (YYYY-MM-DD) or an ISO 8601 time: {value!r}") from None
     if isinstance(value, dt.datetime):
-        return (value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)), True
+        return utc(value), True
     if isinstance(value, dt.date):
         day = value + dt.timedelta(days=1) if end else value
         return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC), not end

@@ -27,6 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.engine import Database
 from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs, teams, verification_tokens
+from gateway.utc import utc
 
 INT_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "total_tokens", "retries", "fallbacks",
                "cache_hits", "cache_misses")
@@ -83,7 +84,7 @@ def as_utc(value: dt.datetime | str | float | int) -> dt.datetime:
         return dt.datetime.fromtimestamp(value, dt.UTC)
     else:
         raise ValueError(f"spend row: not a time: {value!r}")
-    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+    return utc(moment)
 
 
 def _insert(dialect: str) -> Any:
