@@ -250,7 +250,6 @@ class HttpClient:
         self._open: set[Connection] = set()
         self._slots: asyncio.Semaphore | None = None
         self._ssl = tls  # None: the system's CA store, made on the first https call
-        self.connections_made = 0
 
     async def request(self, method: str, url: str, headers: Mapping[str, str], body: bytes | None, *,
                       timeout_s: float, max_bytes: int) -> Answer:
@@ -292,7 +291,6 @@ class HttpClient:
         _, conn = await loop.create_connection(lambda: Connection(self, key), origin.host, origin.port, ssl=tls,
                                                server_hostname=origin.host if tls else None)
         self._open.add(conn)
-        self.connections_made += 1
         return conn
 
     def _tls(self) -> ssl.SSLContext:
