@@ -14,11 +14,9 @@ import os
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gateway import __version__, info_routes, passthrough, reload, routes, ui, validate
-from gateway import request_id as request_ids
 from gateway.admin import admin_router
 from gateway.config import GatewayConfig, load_config
 from gateway.health.routes import router as health_router
@@ -84,37 +82,22 @@ class GatewayApp(FastAPI):
     """FastAPI for every route, except that a ``POST`` to a decision route goes straight to the
     pipeline and its answer straight to the server: the decision routes read their own bodies and
     render every error themselves, so FastAPI's middleware stack (error page, exception handlers,
-    exit stack, router matching), the request-id middleware's wrapping of ``send`` and Starlette's
-    response object are only per-request work on the hot path. The response is what
-    ``routes.decision_endpoint`` would send, with the request-id middleware's headers."""
+    exit stack, router matching) and the request-id middleware's wrapping of ``send`` are only
+    per-request work on the hot path (``routes.DecisionRoute`` names the request itself)."""
 
     def setup(self) -> None:
         super().setup()
-        self._fast_paths = routes.ANSWERS
+        self._fast_paths = routes.APPS
         self._not_allowed_app = RequestIdMiddleware(not_allowed_in_openai_envelope)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._fast_paths:
             scope["app"] = self
-            await self._decision(scope, receive, send)
+            await self._fast_paths[scope["path"]](scope, receive, send)
         elif scope["type"] == "http" and scope["method"] != "POST" and scope["path"] in OPENAI_POST_PATHS:
             await self._not_allowed_app(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
-
-    async def _decision(self, scope, receive, send) -> None:
-        request_id = request_ids.assign(scope)
-        ctx = await self._fast_paths[scope["path"]](Request(scope, receive))
-        content = ctx.content
-        headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in ctx.headers.items()]
-        present = {name for name, _ in headers}
-        if b"content-type" not in present:
-            headers.append((b"content-type", b"application/json"))
-        if b"content-length" not in present:
-            headers.append((b"content-length", b"%d" % len(content)))
-        headers += request_ids.id_headers(scope, request_id, present)
-        await send({"type": "http.response.start", "status": ctx.status, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
 
 
 # The OpenAI-wire routes take POST only; another method gets a 405 in OpenAI's error envelope (FastAPI's
