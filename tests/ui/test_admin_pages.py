@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.ui.conftest import MASTER, PRICE_PER_TOKEN
 
@@ -97,8 +98,8 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
 
     row(ui, "ui-once").get_by_role("button", name="Delete key ui-once").click()
     page.get_by_role("dialog").get_by_role("button", name="Delete key").click()
-    page.get_by_text("Key deleted.").wait_for()
-    assert row(ui, "ui-once").count() == 0
+    page.get_by_text("Key deleted.").wait_for()  # said once the list has been reloaded
+    expect(row(ui, "ui-once")).to_have_count(0)
     ui.refusals.add("/v1/systemone")
     assert api(ui, "POST", "/v1/systemone", key=key, json=CALL).status_code == 401
 

@@ -214,8 +214,8 @@ export async function principalsPage(root, toast, cfg) {
   async function act(path, row, done) {
     try {
       await request("POST", path, { body: cfg.ref(row) });
-      toast(`${Noun} ${done}.`);
       await load();
+      toast(`${Noun} ${done}.`);
     } catch (err) {
       toast(err.message, "bad");
     }
@@ -229,8 +229,8 @@ export async function principalsPage(root, toast, cfg) {
         dialog(`Edit ${name}`, form.el, {
           onSubmit: async () => {
             await request("POST", cfg.paths.update, { body: { ...cfg.ref(row), ...form.read(true) } });
-            toast(`${Noun} saved.`);
             await load();
+            toast(`${Noun} saved.`);
           },
         });
       }, { class: "button small", "aria-label": `Edit ${name}` }),
@@ -238,15 +238,21 @@ export async function principalsPage(root, toast, cfg) {
         ? button("Unblock", () => act(cfg.paths.unblock, row, "unblocked"), { class: "button small", "aria-label": `Unblock ${name}` })
         : button("Block", () => act(cfg.paths.block, row, "blocked"), { class: "button small", "aria-label": `Block ${name}` }),
       button("Delete", () => confirmDialog(`Delete ${name}?`, cfg.deleteWarning, `Delete ${cfg.noun}`, async () => {
-        toast(cfg.deleted(await request("POST", cfg.paths.delete, { body: cfg.deleteBody(row) })));
+        const answer = await request("POST", cfg.paths.delete, { body: cfg.deleteBody(row) });
         await load();
+        toast(cfg.deleted(answer));
       }), { class: "button small danger", "aria-label": `Delete ${name}` }),
     ];
   }
 
+  // A toast says an action is done only once the list shows it: each action awaits its reload. Loads
+  // can overlap (an action while the first load is out); only the newest one draws the list.
+  let loads = 0;
   async function load() {
+    const mine = ++loads;
     try {
       const [listing, spent] = await Promise.all([cfg.load(page), spendBy(cfg.spendGroup)]);
+      if (mine !== loads) return;
       for (const row of listing.rows) row.spend = spent.get(cfg.spendKey(row)) ?? 0;
       clear(listHost).append(table(cfg.columns, listing.rows, actions, `No ${cfg.noun}s yet. Make one with “New ${cfg.noun}”.`));
       clear(pager);
@@ -256,7 +262,7 @@ export async function principalsPage(root, toast, cfg) {
           button("Next", () => { page += 1; load(); }, { class: "button small", disabled: page >= listing.pages }));
       }
     } catch (err) {
-      clear(listHost).append(h("div", { class: "error-box", role: "alert" }, err.message));
+      if (mine === loads) clear(listHost).append(h("div", { class: "error-box", role: "alert" }, err.message));
     }
   }
 
