@@ -7,11 +7,11 @@ from __future__ import annotations
 import gc
 import http.client
 import json
-import time
 from collections import Counter
 from urllib.parse import urlsplit
 
 from tests.gateway.conftest import CLIENT_KEY
+from tests.settled import tasks_of, wait_settled
 
 QUESTIONS = {"billing": {"type": "noul", "instructions": "Is this about billing?"},
              "tone": {"type": "choice", "instructions": "Tone?", "criteria": {"calm": None, "angry": "upset"}}}
@@ -54,13 +54,15 @@ def of_a_request(obj: object) -> bool:
 
 
 def test_answered_requests_leave_no_cyclic_garbage(gateway):
+    resting = tasks_of(gateway)
     assert set(post_all(gateway.url, 3)) == {200}  # warm: one-off caches and pools are made now
-    time.sleep(0.3)
+    wait_settled(gateway, resting, "the warm-up requests' work behind the responses ended")
     gc.collect()
     gc.disable()  # every cycle the requests make stays for the collection below
     try:
         statuses = post_all(gateway.url, REQUESTS_PER_ROUTE)
-        time.sleep(0.3)  # the watchers and the spend log's work behind the responses end
+        # the watchers, the settling and the spend log's drain behind the responses end
+        wait_settled(gateway, resting, "the requests' work behind the responses ended")
         gc.set_debug(gc.DEBUG_SAVEALL)  # what the collection finds is kept in gc.garbage to be looked at
         gc.collect()
         found = Counter(type(obj).__qualname__ for obj in gc.garbage if of_a_request(obj))

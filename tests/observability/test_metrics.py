@@ -13,6 +13,8 @@ from tests.conftest import start_gateway
 from tests.fakes.harness import FakeServer, Recorded, Scripted
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.observability.helpers import S1, bearer, decide, scrape, typesafe_entry
+from tests.settled import tasks_of, wait_settled
+from tests.shared_state.conftest import wait_for
 
 MASTER = "sk-master-metrics-0123456789"
 UPSTREAM_KEY = "ts-metrics-upstream-key-0001"
@@ -192,6 +194,7 @@ def test_retries_cooldowns_fallbacks_and_hedges_are_counted(gateway):
 
 
 def test_rate_limit_and_budget_refusals_and_what_is_left_of_the_budgets(gateway):
+    resting = tasks_of(gateway)
     limited = new_key(gateway, key_alias="obs-rpm", rpm_limit=2)
     statuses = [decide(gateway.url, key=limited).status_code for _ in range(3)]
     assert statuses == [200, 200, 429]
@@ -206,7 +209,7 @@ def test_rate_limit_and_budget_refusals_and_what_is_left_of_the_budgets(gateway)
             assert r.status_code == 400 and "budget" in r.json()["detail"]["message"], r.text
             refused += 1
     assert ok and refused
-    time.sleep(0.3)  # settling runs behind each response
+    wait_settled(gateway, resting, "the settling behind each response ended")
     after = scrape(gateway.url, MASTER)
     assert after.value("decisions_gateway_rate_limited_total", scope="key", limit="rpm_limit",
                        key_alias="obs-rpm") == 1
@@ -223,10 +226,7 @@ def test_requests_in_flight(gateway, upstreams):
     answered: list[int] = []
     caller = threading.Thread(target=lambda: answered.append(decide(gateway.url, key=MASTER).status_code))
     caller.start()
-    deadline = time.monotonic() + 10
-    while good.hanging < 1:
-        assert time.monotonic() < deadline, "the request never reached the upstream"
-        time.sleep(0.02)
+    wait_for(lambda: good.hanging >= 1, what="the request reached the upstream")
     assert scrape(gateway.url, MASTER).value("decisions_gateway_requests_in_flight") == 1
     good.release()
     caller.join(timeout=20)

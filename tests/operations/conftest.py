@@ -29,7 +29,7 @@ from tests.db.conftest import PG_SERVER, PgDatabases
 from tests.db.conftest import pg_cluster as pg_cluster  # noqa: F401 - a throwaway PostgreSQL of the test's own
 from tests.fakes.harness import Recorded, Scripted
 from tests.fakes.typesafe import FakeTypeSafe
-from tests.shared_state.conftest import free_port
+from tests.shared_state.conftest import free_port, wait_for
 from tests.shared_state.conftest import redis_server as redis_server  # noqa: F401 - a throwaway redis-server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -195,14 +195,7 @@ async def spend_rows(url: str) -> list[tuple[str, str, int]]:
 
 
 def wait_until(condition, timeout_s: float, what: str, every_s: float = 0.1):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout_s} s: {what}")
-        time.sleep(every_s)
+    return wait_for(condition, timeout_s, what, every_s)
 
 
 @pytest.fixture

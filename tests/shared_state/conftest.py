@@ -16,6 +16,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TypeVar
 
 import pytest
 import pytest_asyncio
@@ -24,6 +25,10 @@ from gateway.shared_state import MemoryState, RedisState, SharedState
 
 REDIS_URL = os.environ.get("DECISIONS_GATEWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 START_TIMEOUT_S = 10.0
+# How long a test waits for work that runs behind a response (a spend row drained, a metric settled,
+# a background task ended): generous, for a loaded machine running the suite in several processes.
+SETTLE_TIMEOUT_S = 30.0
+T = TypeVar("T")
 
 
 def make_redis_state() -> RedisState:
@@ -51,6 +56,22 @@ async def wait_until(condition: Callable[[], Awaitable[bool] | bool], timeout_s:
         if time.monotonic() > deadline:
             pytest.fail(f"not within {timeout_s} s: {what}")
         await asyncio.sleep(0.02)
+
+
+def wait_for(condition: Callable[[], T], timeout_s: float = SETTLE_TIMEOUT_S, what: str | Callable[[], str] = "",
+             every_s: float = 0.02) -> T:
+    """The synchronous ``wait_until``: poll ``condition`` until it returns something true and return
+    that; fail naming ``what`` (what did not happen; a callable to say it as it is then) after
+    ``timeout_s``. For a test that waits on work behind a response: never a sleep that stands for "it
+    has finished by now"."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout_s} s: {what() if callable(what) else what}")
+        time.sleep(every_s)
 
 
 @pytest.fixture
