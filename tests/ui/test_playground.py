@@ -307,6 +307,7 @@ def test_a_box_answer_is_drawn_on_the_image(ui, tmp_path):
     page.locator('[data-preset="moderate"]').click()
     pick_model(ui, "jev-fake")
     page.get_by_label("Image (sent as an asset; its reference goes into the state)").set_input_files(str(image))
+    page.locator(".image-item img.thumb").wait_for()  # the file is read and the form drawn anew with it
     page.get_by_label("Type of the new question").select_option("box")
     page.get_by_role("button", name="Add question").click()
     page.locator('[data-loc="questions.question_1.instructions"] textarea').fill("The part of the photo that shows the comment")

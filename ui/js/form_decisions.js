@@ -50,7 +50,8 @@ export function decisions(el, body, changed, structural) {
     return;
   }
   body.questions.forEach((question, i) => list.append(openAiQuestion(body, i, question, changed, structural)));
-  const kind = select(OPENAI_TYPES, "choice", { "aria-label": "Type of the new question" });
+  const kind = select(OPENAI_TYPES, nextKind.type, { "aria-label": "Type of the new question" });
+  kind.addEventListener("change", () => { nextKind.type = kind.value; });
   el.append(h("div", { class: "add-question" }, kind, button("Add question", () => {
     body.questions.push(newOpenAiQuestion(kind.value, freshName(body.questions.map((q) => q && q.name), "question")));
     structural(locKey("questions", body.questions.length - 1));
@@ -63,6 +64,10 @@ export function decisions(el, body, changed, structural) {
   el.append(h("details", { class: "more" }, h("summary", null, "More options"),
     field("safety_identifier", safety, { loc: "safety_identifier" })));
 }
+
+// The type picked for the next question outlives a re-render of the form (an image read, a model
+// picked): the form is drawn anew from the body, and the picker would fall back to "choice".
+const nextKind = { type: "choice" };
 
 function newOpenAiQuestion(type, name) {
   if (type === "choice") return { type, name, instructions: "", choices: [{ value: "option_1" }, { value: "option_2" }] };

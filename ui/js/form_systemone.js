@@ -51,13 +51,18 @@ export function systemOne(el, body, changed, structural) {
   for (const [id, question] of Object.entries(body.questions)) {
     list.append(systemOneQuestion(body, id, question, changed, structural));
   }
-  const kind = select(S1_TYPES, "choice", { "aria-label": "Type of the new question" });
+  const kind = select(S1_TYPES, nextKind.type, { "aria-label": "Type of the new question" });
+  kind.addEventListener("change", () => { nextKind.type = kind.value; });
   el.append(h("div", { class: "add-question" }, kind, button("Add question", () => {
     const id = freshName(Object.keys(body.questions), "question");
     body.questions[id] = newS1Question(kind.value);
     structural(locKey("questions", id));
   }, { class: "button small" })));
 }
+
+// The type picked for the next question outlives a re-render of the form (an image read, a model
+// picked): the form is drawn anew from the body, and the picker would fall back to "choice".
+const nextKind = { type: "choice" };
 
 function newS1Question(type) {
   if (type === "noul") return { type, instructions: "", criteria: { true: "", false: "" } };
