@@ -12,11 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import __version__
-from gateway.config import ConfigError, GatewayConfig, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
+
+# Only argparse at import (and the limits' dataclass): ``--help`` and ``--version`` need nothing else, and the
+# subcommands (backend, migrate, keys, teams, spend) import what they need themselves
+# (tests/gateway/test_cli_imports.py).
+if TYPE_CHECKING:
+    from gateway.config import GatewayConfig
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 4000
@@ -64,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"keys": admin_cli.keys_main, "teams": admin_cli.teams_main, "spend": admin_cli.spend_main}
         return commands[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
+    from gateway.config import ConfigError, load_config
     from gateway.observability import logs
 
     logs.configure(args.log_format, args.log_level)

@@ -7,11 +7,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI (cli.py) imports this package without the web stack
+    from fastapi import APIRouter
 
 
 def admin_router() -> APIRouter:
     """Every admin route: ``/key/*``, ``/team/*``, ``/spend/logs``, ``/global/spend/report``, ``/model/info``."""
+    from fastapi import APIRouter
+
     from gateway.admin import keys, models, spend, teams
 
     router = APIRouter()

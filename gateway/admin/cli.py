@@ -25,23 +25,20 @@ that cannot be reached.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from gateway.admin import schemas, service
-from gateway.admin.service import Admin
-from gateway.auth import store
-from gateway.auth.cache import KeyCache
-from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
-from translators.errors import DecisionError
+# Only argparse at import: ``--help`` and a usage error need nothing else. What an action needs (pydantic,
+# SQLAlchemy, the key store) is imported when it runs, never the web app, the backend or torch
+# (tests/gateway/test_cli_imports.py).
+if TYPE_CHECKING:
+    from gateway.admin import schemas
+    from gateway.admin.service import Admin
 
 
 class Usage(Exception):
@@ -98,6 +95,9 @@ def spend_main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _keys(args: argparse.Namespace, admin: Admin) -> int:
+    from gateway.admin import schemas, service
+    from gateway.auth import store
+
     if args.action == "create":
         fields = _limit_fields(args)
         fields.update(_given(key_alias=args.alias, duration=args.duration))
@@ -128,6 +128,9 @@ async def _keys(args: argparse.Namespace, admin: Admin) -> int:
 
 
 async def _teams(args: argparse.Namespace, admin: Admin) -> int:
+    from gateway.admin import schemas, service
+    from gateway.auth import store
+
     if args.action == "create":
         fields = _limit_fields(args)
         fields.update(_given(team_alias=args.alias, team_id=args.team_id))
@@ -196,6 +199,8 @@ def _limit_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _validate(model: type[schemas.Strict], fields: dict[str, Any]) -> Any:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(fields)
     except ValidationError as exc:
@@ -204,6 +209,8 @@ def _validate(model: type[schemas.Strict], fields: dict[str, Any]) -> Any:
 
 
 async def _team_id(admin: Admin, team: str) -> str:
+    from gateway.auth import store
+
     if await store.get_team(admin.db, team) is not None:
         return team
     found = await store.teams_by_alias(admin.db, team)
@@ -234,6 +241,10 @@ def _cell(value: Any) -> str:
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
           action: Callable[[argparse.Namespace, Admin], Awaitable[int]]) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    import asyncio
+
+    from translators.errors import DecisionError
+
     prog = parser.prog
     try:
         return asyncio.run(_run(args, action))
@@ -255,6 +266,9 @@ async def _run(args: argparse.Namespace, action: Callable[[argparse.Namespace, A
 
 @asynccontextmanager
 async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
+    from gateway.admin.service import Admin
+    from gateway.auth.cache import KeyCache
+    from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
     from gateway.config import ConfigError, load_config
     from gateway.db.engine import (
         DatabaseConfigError,
