@@ -1,11 +1,13 @@
 """Next-token label log-probabilities for many prompts, with each shared prefix computed once.
 
 For a group of prompts sharing a token prefix (the chat template head and the input), the prefix runs
-once with a KV cache; every prompt's remaining tokens then run in one right-padded batch on a copy of
-that cache, with explicit positions. Right padding needs no attention mask: a real token only attends
-to earlier positions, which are all real. The final hidden state is gathered at each row's last real
-token and only those rows go through the LM head; ``log_softmax`` runs in fp32 over the full
-vocabulary. Nothing here is asynchronous: ``backend.engine`` runs it on its worker thread.
+once with a KV cache; every prompt's remaining tokens then run in one right-padded batch over that
+cache, with explicit positions. The rows share the prefix's keys and values as broadcast views: no
+per-row copy is made or kept, so a batch holds one layer's keys and values for its rows at a time
+(``SharedPrefixLayer``), within ``max_batch_tokens``. Right padding needs no attention mask: a real
+token only attends to earlier positions, which are all real. The final hidden state is gathered at
+each row's last real token and only those rows go through the LM head; ``log_softmax`` runs in fp32
+over the full vocabulary. Nothing here is asynchronous: ``backend.engine`` runs it on its worker thread.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+from transformers.cache_utils import DynamicLayer  # transformers >= 4.54 (4.56 required): a cache of layers
 
 PAD_ID = 0  # any id: with right padding no real token ever attends to a pad
 
@@ -56,7 +59,7 @@ class Scorer:
         # transformers >= 5.2x names the KV cache argument ``cache``; older releases ``past_key_values``.
         params = inspect.signature(self.decoder.forward).parameters
         self.cache_arg = "cache" if "cache" in params else "past_key_values"
-        # Bounds the copies of the prefix cache held at once (rows x (prefix + suffix) tokens).
+        # Rows x (prefix + widest suffix) per forward: bounds the keys and values one layer attends to at once.
         self.max_batch_tokens = max_batch_tokens or (131072 if device.startswith("cuda") else 16384)
 
     # -- public --------------------------------------------------------------------------------
@@ -136,9 +139,7 @@ class Scorer:
         positions = torch.arange(prefix_len, prefix_len + width, device=self.device)
         kwargs = {"use_cache": cache is not None}
         if cache is not None:
-            batch_cache = copy.deepcopy(cache)
-            batch_cache.batch_repeat_interleave(len(suffixes))
-            kwargs[self.cache_arg] = batch_cache
+            kwargs[self.cache_arg] = shared_prefix_cache(cache, len(suffixes))
         hidden = self.decoder(input_ids=ids, position_ids=positions.unsqueeze(0).expand(len(suffixes), -1),
                               **kwargs).last_hidden_state
         last = torch.tensor([len(s) - 1 for s in suffixes], device=self.device)
@@ -149,3 +150,34 @@ class Scorer:
         if self.softcap:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return torch.log_softmax(logits, dim=-1).cpu()
+
+
+class SharedPrefixLayer(DynamicLayer):
+    """One layer of a prefix cache read by every row of a batch: the prefix's keys and values are broadcast
+    views (batch 1 expanded, never copied) and ``update`` stores nothing, so the concatenation a layer
+    attends to lives only while that layer runs, and the prefix cache is left as it was."""
+
+    def __init__(self, prefix: DynamicLayer, rows: int):
+        super().__init__()
+        assert prefix.keys is not None and prefix.values is not None
+        self.keys = prefix.keys.expand(rows, -1, -1, -1)
+        self.values = prefix.values.expand(rows, -1, -1, -1)
+        self.device = prefix.keys.device
+        self.is_initialized = True
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        assert self.keys is not None and self.values is not None
+        return torch.cat([self.keys, key_states], dim=-2), torch.cat([self.values, value_states], dim=-2)
+
+
+def shared_prefix_cache(cache, rows: int):
+    """The prefix cache as ``rows`` rows see it: shared views where its layers are plain dynamic ones, else
+    (older transformers, sliding-window or other special layers) a per-row copy as before."""
+    layers = getattr(cache, "layers", None)
+    if layers and all(type(layer) is DynamicLayer for layer in layers):
+        shared = copy.copy(cache)  # the cache's settings, with layers of its own
+        shared.layers = [SharedPrefixLayer(layer, rows) for layer in layers]
+        return shared
+    batch_cache = copy.deepcopy(cache)
+    batch_cache.batch_repeat_interleave(rows)
+    return batch_cache
