@@ -3,7 +3,8 @@
 Whatever is queued when the worker becomes free is scored together (``Scorer.score_jobs``), so
 concurrent requests are batched. Rows queued or in flight are bounded; past the bound a request is
 refused at once with ``EngineBusy`` (503, Retry-After). A request's rows count until its own
-coroutine has its result, so the bound is exact from the event loop's point of view.
+coroutine has its result, so the bound is exact from the event loop's point of view. When the queue
+is empty after a pass, the freed memory of the passes goes back to the system (``backend.memory``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from backend.errors import EngineBusy
+from backend.memory import release_free_memory
 from backend.scoring import ScoreOutput, Scorer, ScoreRow
 
 
@@ -90,6 +92,12 @@ class ScoringEngine:
             except BaseException as err:  # noqa: BLE001 - every waiting request must hear about it
                 for job in live:
                     _post(job, None, err)
+            if self._idle():  # nothing waiting: the pass's freed tensors go back to the system
+                release_free_memory()
+
+    def _idle(self) -> bool:
+        with self._cond:
+            return not self._pending
 
 
 def _post(job: _Job, result, error) -> None:
