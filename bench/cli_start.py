@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -60,11 +61,17 @@ GATEWAY_READY = "gateway start to ready (remote model only)"
 class Case:
     command: str
     tree: str  # "after" (this checkout) or "before" (--before PATH)
-    times_ms: list[float] = field(default_factory=list)
+    times_ms: list[float] = field(default_factory=list)  # wall, Popen to exit (or to ready)
+    cpu_ms: list[float] = field(default_factory=list)  # the process's user + system time
+    modules: int | None = None  # modules imported (``-X importtime`` lines), the commands only
 
     @property
     def median(self) -> float:
         return statistics.median(self.times_ms)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_ms)
 
 
 @dataclass
@@ -97,18 +104,43 @@ def environ(folder: Path, tree: str | None) -> dict[str, str]:
     return env
 
 
-def time_command(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def time_command(argv: list[str], env: dict[str, str], cwd: Path,
+                 flags: tuple[str, ...] = ()) -> tuple[float, float, str]:
+    """One run of ``decisions-gateway argv``: its wall time and its CPU time (user + system) in ms, its stderr."""
+    cpu_before = _children_cpu_s()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", ENTRY, *argv], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+    done = subprocess.run([sys.executable, *flags, "-c", ENTRY, *argv], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, check=False)
     elapsed = (time.perf_counter() - started) * 1000
+    cpu = (_children_cpu_s() - cpu_before) * 1000
+    stderr = done.stderr.decode(errors="replace")
     if done.returncode != 0:
-        raise RuntimeError(f"decisions-gateway {' '.join(argv)} exited with {done.returncode}: "
-                           f"{done.stderr.decode(errors='replace')[-2000:]}")
-    return elapsed
+        raise RuntimeError(f"decisions-gateway {' '.join(argv)} exited with {done.returncode}: {stderr[-2000:]}")
+    return elapsed, cpu, stderr
 
 
-def time_gateway_ready(config: Path, env: dict[str, str], cwd: Path) -> float:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the processes waited for so far
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_cpu_s(pid: int) -> float:
+    """A running process's user + system time (Linux: /proc/PID/stat), else NaN."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def count_modules(argv: list[str], env: dict[str, str], cwd: Path) -> int:
+    """How many modules ``decisions-gateway argv`` imports beyond the interpreter's start (``-X importtime``)."""
+    stderr = time_command(argv, env, cwd, flags=("-X", "importtime"))[2]
+    return sum(1 for line in stderr.splitlines() if line.startswith("import time:") and "|" in line) - 1  # header
+
+
+def time_gateway_ready(config: Path, env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """The wall time from ``Popen`` until readiness answers 200, and the gateway's CPU time by then, in ms."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/health/readiness"
     started = time.perf_counter()
@@ -120,7 +152,7 @@ def time_gateway_ready(config: Path, env: dict[str, str], cwd: Path) -> float:
             try:
                 with urllib.request.urlopen(url, timeout=1) as response:
                     if response.status == 200:
-                        return (time.perf_counter() - started) * 1000
+                        return (time.perf_counter() - started) * 1000, _process_cpu_s(proc.pid) * 1000
             except (urllib.error.URLError, OSError):
                 pass
             if proc.poll() is not None:
@@ -147,18 +179,24 @@ def run(runs: int = 15, before: str | None = None, gateway: bool = True,
         folder = Path(tmp)
         config = write_config(folder)
         envs = {tree: environ(folder, path) for tree, path in trees}
-        jobs: list[tuple[str, Any]] = [
-            (label, lambda argv=argv, env=None: time_command([a.format(config=config) for a in argv], env, folder))
-            for label, argv in commands]
+        jobs: list[tuple[str, list[str] | None]] = [
+            (label, [a.format(config=config) for a in argv]) for label, argv in commands]
         if gateway:
-            jobs.append((GATEWAY_READY, lambda env=None: time_gateway_ready(config, env, folder)))
-        for label, job in jobs:
+            jobs.append((GATEWAY_READY, None))
+        for label, argv in jobs:
+            def job(env: dict[str, str], argv: list[str] | None = argv) -> tuple[float, float]:
+                return time_command(argv, env, folder)[:2] if argv else time_gateway_ready(config, env, folder)
+
             timed = {tree: Case(label, tree) for tree, _ in trees}
-            for tree, _ in trees:  # unrecorded: bytecode, the database file, the migrations
-                job(env=envs[tree])
+            for tree, _ in trees:  # unrecorded: bytecode, the database file, the migrations; the module count
+                job(envs[tree])
+                if argv:
+                    timed[tree].modules = count_modules(argv, envs[tree], folder)
             for _ in range(runs):
                 for tree, _ in trees:
-                    timed[tree].times_ms.append(job(env=envs[tree]))
+                    wall, cpu = job(envs[tree])
+                    timed[tree].times_ms.append(wall)
+                    timed[tree].cpu_ms.append(cpu)
             cases.extend(timed.values())
     return Results(env_info, cases)
 
@@ -174,27 +212,37 @@ def section(results: Results) -> str:
         + f" ({env['python']}, {env['cpus']} CPUs ({env['machine']}), {env['date']}; load average "
         f"{load1:.2f} (1 min) / {load5:.2f} (5 min) at the start). Hyperfine-like: every command a fresh "
         "process (`python -c \"from gateway.cli import main; ...\"`, what the console script runs), one "
-        f"unrecorded run, then {env['runs']} timed runs from `Popen` to exit: the median, with the minimum and "
-        "the maximum. The admin commands on a SQLite file (the Alembic chain checked at each open, as the "
-        "gateway does), a config with one remote model and no Redis. *Gateway start to ready*: from `Popen` "
-        "until `GET /health/readiness` answers 200 (polled every 5 ms), same config.")
+        f"unrecorded run, then {env['runs']} timed runs from `Popen` to exit: the median wall time, with the "
+        "minimum and the maximum, and the median CPU time of the process (user + system; on a shared machine it "
+        "moves less with the load than the wall time does). The admin commands on a SQLite file (the Alembic "
+        "chain checked at each open, as the gateway does), a config with one remote model and no Redis. "
+        "*Gateway start to ready*: from `Popen` until `GET /health/readiness` answers 200 (polled every 5 ms), "
+        "same config; its CPU time read from `/proc` at that moment. *Modules imported*: the `import time:` "
+        "lines of one more run under `python -X importtime` (modules beyond the interpreter's own start).")
     if has_before:
         method += (" *Before*: the same runs from a worktree of the commit before the change "
                    "(`PYTHONPATH=<worktree>`), interleaved run by run with *after*.")
-        rows = ["| command | before: median ms (min–max) | after: median ms (min–max) | after / before |",
-                "|---|---:|---:|---:|"]
+        rows = ["| command | before: wall ms, median (min–max) | after: wall ms, median (min–max) | after / before "
+                "| CPU ms, before / after | modules imported, before / after |", "|---|---:|---:|---:|---:|---:|"]
     else:
-        rows = ["| command | median ms | min ms | max ms |", "|---|---:|---:|---:|"]
+        rows = ["| command | wall ms, median | min | max | CPU ms | modules imported |",
+                "|---|---:|---:|---:|---:|---:|"]
     for command in commands:
         after = results.case(command, "after")
         before = results.case(command, "before")
         if after is None:
             continue
         if has_before and before is not None:
-            rows.append(f"| {command} | {_spread(before)} | {_spread(after)} | {after.median / before.median:.2f} |")
+            rows.append(f"| {command} | {_spread(before)} | {_spread(after)} | {after.median / before.median:.2f} "
+                        f"| {before.cpu_median:.0f} / {after.cpu_median:.0f} | {_count(before)} / {_count(after)} |")
         else:
-            rows.append(f"| {command} | {after.median:.0f} | {min(after.times_ms):.0f} | {max(after.times_ms):.0f} |")
+            rows.append(f"| {command} | {after.median:.0f} | {min(after.times_ms):.0f} | {max(after.times_ms):.0f} "
+                        f"| {after.cpu_median:.0f} | {_count(after)} |")
     return "\n".join([SECTION, "", method, "", *rows, ""])
+
+
+def _count(case: Case) -> str:
+    return "–" if case.modules is None else f"{case.modules:,}"
 
 
 def _spread(case: Case) -> str:
