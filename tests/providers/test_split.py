@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -55,33 +54,35 @@ def test_merge_keeps_unknown_usage_unknown():
         merge_results([])
 
 
-class _SlowFake(SystemOneFake):
-    """A System One upstream that takes a while per call and records how many calls overlapped."""
+CHUNKS = 4  # seven questions, two per call
+MEET_TIMEOUT_S = 30.0
+
+
+class _MeetingFake(SystemOneFake):
+    """A System One upstream that holds each call until all the chunks' calls are in flight at once
+    (or ``MEET_TIMEOUT_S`` passed): calls sent one after another never meet, however fast the machine."""
 
     def __init__(self) -> None:
         super().__init__("slow-key")
         self.in_flight = self.peak = 0
-        self._count = threading.Lock()
+        self.met = threading.Condition()
 
     def handle(self, rec):
-        with self._count:
+        with self.met:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
-        time.sleep(0.3)
-        with self._count:
+            self.met.notify_all()
+            self.met.wait_for(lambda: self.peak >= CHUNKS, timeout=MEET_TIMEOUT_S)
             self.in_flight -= 1
         return super().handle(rec)
 
 
 async def test_chunks_run_concurrently_and_merge_in_order():
-    with _SlowFake() as fake:
+    with _MeetingFake() as fake:
         dep = Deployment("g", "systemone", "m", api_key="slow-key", api_base=fake.url, model_info={"max_questions": 2})
         questions = h.noul_questions(7)
-        started = time.monotonic()
         decided = await h.decide(dep, h.s1_request(questions))
-        elapsed = time.monotonic() - started
-    assert len(fake.requests) == 4 and fake.peak == 4  # all four chunks were in flight at once
-    assert elapsed < 4 * 0.3
+    assert len(fake.requests) == CHUNKS and fake.peak == CHUNKS  # all four chunks were in flight at once
     assert [a.question_id for a in decided.result.answers] == list(questions)
 
 
