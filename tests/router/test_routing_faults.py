@@ -308,7 +308,7 @@ def test_a_bad_deadline_header_is_refused(fakes, gateway):
 def test_a_hedge_asks_a_second_deployment_and_the_fast_answer_wins(fakes, gateway):
     slow, fast = fakes(), fakes()
     gw = gateway([typesafe("g", slow, HEAVY), typesafe("g", fast, LIGHT)],
-                 model_group_settings={"g": {"hedge_after_ms": 150}})
+                 model_group_settings={"g": {"hedge_after_ms": 600}})  # the quick call must beat it, loaded or not
     slow.hang_next(10)
     started = time.monotonic()
     r = ask(gw, "g")
