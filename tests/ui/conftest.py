@@ -32,6 +32,9 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgro
                "--disable-component-update", "--no-first-run"]
 PRICE_PER_TOKEN = 2e-6  # the local model is free; a price makes the spend charts and the cost shown non-zero
 READY_TIMEOUT_S = 300.0
+# How long Playwright's expect(...) waits for the page to show what it should: a loaded machine
+# running the suite in several processes draws slowly (the default is 5 s).
+EXPECT_TIMEOUT_MS = 30_000
 # API paths whose error answers are expected (Chromium logs each as "Failed to load resource").
 EXPECTED_REFUSALS = ("/v1/systemone/validate", "/v1/decisions/validate", "/key/list", "/v1/systemone",
                      "/v1/decisions")
@@ -121,8 +124,9 @@ def _expected_refusal(message, refusals: set[str]) -> bool:
 def browser_context(ui_gateway):
     """One browser per test module: Playwright's sync API keeps an event loop running in this thread
     while it is open, so it must be closed before the next module's asyncio tests run."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     profile = tempfile.mkdtemp(prefix="ui-chromium-")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(

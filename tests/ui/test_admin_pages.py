@@ -4,6 +4,7 @@ calls in its charts and its table; teams made, edited and deleted; the models pa
 
 from __future__ import annotations
 
+import re
 import time
 
 import httpx
@@ -50,15 +51,15 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     page.get_by_role("button", name="Copy key").click()
     page.get_by_text("Key copied.").wait_for()
     assert page.evaluate("() => navigator.clipboard.readText()") == key
-    assert row(ui, "ui-once").locator('[data-label="Limits"]').inner_text() == "100 rpm"
-    assert row(ui, "ui-once").locator('[data-label="Budget"]').inner_text() == "$2.5"
+    expect(row(ui, "ui-once").locator('[data-label="Limits"]')).to_have_text("100 rpm")
+    expect(row(ui, "ui-once").locator('[data-label="Budget"]')).to_have_text("$2.5")
     ui.shot("keys-created-1280")
     assert api(ui, "POST", "/v1/systemone", key=key, json=CALL).status_code == 200  # the key shown works
 
     page.reload()
     page.wait_for_selector("#page-keys tbody tr")
     assert key not in page.content()  # shown once: gone after a reload
-    assert page.locator(".secret").count() == 0
+    expect(page.locator(".secret")).to_have_count(0)
     deadline = time.monotonic() + 30
     while (spend := row(ui, "ui-once").locator('[data-label="Spend"]').inner_text()) == "$0":
         assert time.monotonic() < deadline, "the key's call never showed in its spend"
@@ -76,7 +77,7 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     dialog.get_by_role("button", name="Save").click()
     dialog.wait_for(state="detached")
     page.wait_for_function("() => document.querySelector('tbody tr [data-label=\"Limits\"]')?.textContent === '50 rpm'")
-    assert row(ui, "ui-once").locator('[data-label="Budget"]').inner_text() == "$2.5 / 1d"
+    expect(row(ui, "ui-once").locator('[data-label="Budget"]')).to_have_text("$2.5 / 1d")
 
     row(ui, "ui-once").get_by_role("button", name="Block key ui-once").click()
     row(ui, "ui-once").get_by_text("Blocked").wait_for()
@@ -92,8 +93,7 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
     dialog.get_by_label("Requests per minute").fill("-3")
     dialog.get_by_role("button", name="Save").click()
     error = dialog.locator('[data-loc="rpm_limit"] .server-error')
-    error.wait_for()
-    assert "rpm_limit" in error.inner_text()
+    expect(error).to_contain_text("rpm_limit")
     dialog.get_by_role("button", name="Cancel").click()
 
     row(ui, "ui-once").get_by_role("button", name="Delete key ui-once").click()
@@ -110,8 +110,8 @@ def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
     ui.sign_out()
     ui.sign_in(key)
     page = ui.page
-    assert page.locator("#nav a").all_inner_texts() == ["Playground", "My usage"]
-    assert page.locator("#who-label").inner_text() == "Virtual key"
+    expect(page.locator("#nav a")).to_have_text(["Playground", "My usage"])
+    expect(page.locator("#who-label")).to_have_text("Virtual key")
     page.goto(f"{ui.url}/ui/#/keys")  # an admin page: back to the playground
     page.wait_for_function("() => location.hash === '#/playground'")
     page.wait_for_selector("#page-playground")
@@ -134,8 +134,8 @@ def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
     own = api(ui, "GET", "/key/info", key=key).json()["usage"]
     assert own["total_spend"] == pytest.approx(cost, rel=1e-6) and own["requests"] == 1
     assert float(spend.lstrip("$")) == pytest.approx(cost, rel=0.05)
-    assert page.locator('[data-total="requests"] .value').inner_text() == "1"
-    assert page.locator('[data-total="budget"] .value').inner_text() == "$1"
+    expect(page.locator('[data-total="requests"] .value')).to_have_text("1")
+    expect(page.locator('[data-total="budget"] .value')).to_have_text("$1")
     assert float(page.locator(".meter").get_attribute("aria-valuenow")) == pytest.approx(cost, rel=1e-6)
     ui.shot("usage-virtual-key-1280")
 
@@ -161,13 +161,13 @@ def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
     page.wait_for_selector('[data-chart="Requests by day"] rect', state="attached")
     bar = page.locator(f'[data-chart="Requests by day"] rect[data-label="{today}"]')
     assert float(bar.get_attribute("data-value")) == todays["requests"] >= 3
-    assert page.locator('[data-total="requests"] .value').inner_text() == str(sum(e["requests"] for e in report))
+    expect(page.locator('[data-total="requests"] .value')).to_have_text(str(sum(e["requests"] for e in report)))
     ours = next(e for e in by_key if e.get("key_alias") == "ui-spend")
     assert ours["requests"] == 3 and ours["spend"] > 0
     key_bar = page.locator('[data-chart="By key"] rect.hbar[data-label="ui-spend"]')
     assert float(key_bar.get_attribute("data-value")) == pytest.approx(ours["spend"])
     page.get_by_role("button", name="Requests", exact=True).click()
-    assert float(key_bar.get_attribute("data-value")) == 3
+    expect(key_bar).to_have_attribute("data-value", re.compile(r"^3(\.0*)?$"))  # redrawn by requests
     ui.shot("spend-1280")
     page.get_by_role("button", name="7 days").click()
     page.wait_for_function("() => document.querySelectorAll('[data-chart=\"Requests by day\"] rect').length === 7")
@@ -196,7 +196,7 @@ def test_teams_are_made_edited_blocked_and_deleted(ui):
     form.get_by_role("button", name="Create team").click()
     team = row(ui, "ui-support")
     team.wait_for()
-    assert team.locator('[data-label="Limits"]').inner_text() == "5000 tpm"
+    expect(team.locator('[data-label="Limits"]')).to_have_text("5000 tpm")
     team.get_by_role("button", name="Edit team Support").click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_label("Budget (USD)").fill("10")
@@ -222,14 +222,15 @@ def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui, ui_
     page = ui.page
     card = page.locator('[data-group="smollm2"] [data-deployment="local/smollm2"]')
     card.wait_for()
-    assert page.locator('[data-group="jev-fake"] [data-deployment="typesafe/jev-latest"]').is_visible()
-    assert card.get_by_text("Healthy").is_visible()
-    text = card.inner_text()
-    assert "up to 256" in text and "1 to 255" in text and "$2 / 1M tokens" in text
     fake = page.locator('[data-group="jev-fake"] [data-deployment="typesafe/jev-latest"]')
-    assert fake.locator(".pill").inner_text() == "Cooling down"
-    assert "answered 429" in fake.inner_text() and " s left" in fake.inner_text()
-    assert "1 cooling down" in page.locator('[data-group="jev-fake"] .card-head').first.inner_text()
+    expect(fake).to_be_visible()
+    expect(card.get_by_text("Healthy")).to_be_visible()
+    for shown in ("up to 256", "1 to 255", "$2 / 1M tokens"):
+        expect(card).to_contain_text(shown)
+    expect(fake.locator(".pill")).to_have_text("Cooling down")
+    expect(fake).to_contain_text("answered 429")
+    expect(fake).to_contain_text(" s left")
+    expect(page.locator('[data-group="jev-fake"] .card-head').first).to_contain_text("1 cooling down")
     ui.shot("models-cooling-1280")
 
 
@@ -238,13 +239,13 @@ def test_a_key_deleted_while_signed_in_signs_the_tab_out_with_the_servers_senten
     ui.sign_in(made["key"])
     assert api(ui, "POST", "/key/delete", json={"keys": [made["token"]]}).status_code == 200
     ui.refusals.add("/v1/models")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:  # every gateway process forgets a deleted key within a second
         ui.page.reload()
         ui.page.wait_for_selector("#sign-in-title, #page-playground")
-        if ui.page.locator("#sign-in-title").count() or time.monotonic() > deadline:
+        if ui.page.locator("#sign-in-title").count():
             break
-        time.sleep(0.3)
-    message = ui.page.locator("#sign-in-error").inner_text()
-    assert message.startswith("Signed out: ") and len(message) > len("Signed out: ")
+        assert time.monotonic() < deadline, "a reload never showed the sign-in page"
+        time.sleep(0.3)  # between reloads
+    expect(ui.page.locator("#sign-in-error")).to_have_text(re.compile(r"^Signed out: \S"))
     assert ui.page.evaluate("() => sessionStorage.length") == 0

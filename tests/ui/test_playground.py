@@ -12,7 +12,9 @@ import sys
 import time
 
 import pytest
+from playwright.sync_api import expect
 
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S
 from tests.ui.conftest import MASTER
 
 READ_CARDS = """() => [...document.querySelectorAll('.answer-card')].map((card) => ({
@@ -123,9 +125,8 @@ def test_a_validation_error_is_shown_at_its_field_on_each_wire(ui):
     detail = checked.value.json()["detail"]
     assert checked.value.status == 422 and detail[0]["loc"][:4] == ["body", "questions", "area", "choice"]
     shown = page.locator('[data-loc="questions.area.criteria"] > .server-error')
-    shown.wait_for()
-    assert shown.inner_text() == detail[0]["msg"]
-    assert "1 issue to fix" in page.locator(".status-line").inner_text()
+    expect(shown).to_have_text(detail[0]["msg"])
+    expect(page.locator(".status-line")).to_contain_text("1 issue to fix")
     ui.shot("playground-validation-systemone-1280")
 
     page.locator("#tab-decisions").click()
@@ -139,8 +140,7 @@ def test_a_validation_error_is_shown_at_its_field_on_each_wire(ui):
     error = checked.value.json()["error"]
     assert checked.value.status == 400 and error["param"] == "questions[0].choices"
     shown = page.locator('[data-loc="questions.0.choices"] > .server-error')
-    shown.wait_for()
-    assert shown.inner_text() == error["message"]
+    expect(shown).to_have_text(error["message"])
     # The field is marked for a screen reader too.
     described = page.locator('[data-loc="questions.0.choices"]').locator("input, select, textarea").first.get_attribute(
         "aria-describedby")
@@ -163,9 +163,9 @@ def test_the_form_and_the_json_editor_stay_in_step(ui):
     body["input"] = "Thanks, that helped a lot!"
     page.get_by_label("Request JSON").fill(json.dumps(body, indent=2))
     page.get_by_role("button", name="Form", exact=True).click()
-    assert page.locator('[data-loc="input"] textarea').input_value() == "Thanks, that helped a lot!"
+    expect(page.locator('[data-loc="input"] textarea')).to_have_value("Thanks, that helped a lot!")
     last = len(body["questions"][1]["choices"]) - 1
-    assert page.locator(f'[data-loc="questions.1.choices.{last}.type"] select').input_value() == "false"
+    expect(page.locator(f'[data-loc="questions.1.choices.{last}.type"] select')).to_have_value("false")
     page.wait_for_selector(".status-line.good")
 
     page.locator("#tab-systemone").click()
@@ -220,11 +220,13 @@ def test_cache_hits_and_the_cost_saved_are_shown(ui):
     first, _ = send(ui, "/v1/systemone")
     assert first.status == 200
     paid = float(first.headers["x-decisions-response-cost"])
-    for _ in range(10):  # the answers are stored behind the first response
-        time.sleep(0.3)
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:  # the answers may be stored behind the first response
         second, cards = send(ui, "/v1/systemone")
         if second.headers["x-decisions-cache-hits"] != "0":
             break
+        assert time.monotonic() < deadline, "the first call's answers never came from the cache"
+        time.sleep(0.3)  # between tries
     assert second.headers["x-decisions-cache-hits"] == "3"
     assert meta(ui, "cache-hits") == "3"
     assert float(meta(ui, "cost-saved").lstrip("$")) == pytest.approx(paid, rel=0.05)
@@ -292,9 +294,8 @@ def test_an_image_goes_into_the_request_and_the_server_says_what_the_model_takes
     message = answer["error"]["message"] if wire == "decisions" else answer["detail"]["message"]
     assert checked.value.status == 400 and "image" in message.lower()
     shown = page.locator(f'[data-loc="{where}"] > .server-error')
-    shown.wait_for()
-    assert shown.inner_text() == message
-    assert page.locator(".image-item img.thumb").count() == 1
+    expect(shown).to_have_text(message)
+    expect(page.locator(".image-item img.thumb")).to_have_count(1)
     ui.shot(f"playground-image-{wire}-1280")
 
 

@@ -4,13 +4,12 @@ And ``/model/info``: every deployment with its limits, prices and cooldown, for 
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.shared_state.conftest import wait_for
 
 MASTER = "sk-master-validate-0123456789"
 UPSTREAM_KEY = "ts-validate-upstream-key"
@@ -186,10 +185,7 @@ def test_a_check_is_never_a_spend_row(gateway):
         assert logs.status_code == 200, logs.text
         return logs.json()["total"]
 
-    deadline = time.monotonic() + 20
-    while rows(sent.headers["x-request-id"]) == 0:  # the real call's row drains from the outbox
-        assert time.monotonic() < deadline, "the decision call's spend row never arrived"
-        time.sleep(0.1)
+    wait_for(lambda: rows(sent.headers["x-request-id"]), what="the decision call's spend row drained from the outbox")
     assert rows(checked.headers["x-request-id"]) == 0 and rows(refused.headers["x-request-id"]) == 0
 
 
@@ -236,11 +232,10 @@ def test_key_info_reports_what_the_key_spent(gateway):
         sent = post(gateway, "/v1/systemone", S1, key=key)
         assert sent.status_code == 200, sent.text
         costs.append(float(sent.headers["x-decisions-response-cost"]))
-    deadline = time.monotonic() + 20
-    while (own := httpx.get(gateway.url + "/key/info", headers={"Authorization": f"Bearer {key}"},
-                            timeout=30).json())["usage"]["requests"] < 2:
-        assert time.monotonic() < deadline, own
-        time.sleep(0.1)
+    def usage() -> dict:
+        return httpx.get(gateway.url + "/key/info", headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
+
+    own = wait_for(lambda: (own := usage())["usage"]["requests"] >= 2 and own, what="both calls in the key's usage")
     assert own["usage"]["total_spend"] == pytest.approx(sum(costs)) and sum(costs) > 0
     # The budget's own counter: what the limits count against max_budget in this period.
     assert own["usage"]["period_spend"] == pytest.approx(sum(costs), abs=1e-6)
