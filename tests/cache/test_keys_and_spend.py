@@ -11,6 +11,7 @@ import pytest
 from tests.cache.conftest import S1_QUESTIONS, TYPESAFE_KEY, asked, cache_counts, fresh_state, jev, s1_body
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S
 
 MASTER = "sk-master-cache-0123456789"
 
@@ -44,7 +45,7 @@ def ask(gateway, key: str, body: dict) -> httpx.Response:
 
 
 def spend_rows(gateway, request_ids: list[str]) -> dict[str, dict]:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S  # the rows drain behind the answers
     while True:
         rows = {}
         for request_id in request_ids:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.shared_state.conftest import wait_for
 
 MASTER = "sk-master-e2e-0123456789"
 UPSTREAM_KEY = "ts-e2e-upstream-key"
@@ -87,15 +88,12 @@ def test_a_virtual_key_calls_its_models_and_every_call_is_in_the_spend_log(gatew
     models = httpx.get(gateway.url + "/v1/models", headers=bearer(key), timeout=10).json()
     assert [m["id"] for m in models["data"]] == ["jev"]
 
-    deadline = time.monotonic() + 10
-    rows: list[dict] = []
-    while time.monotonic() < deadline:
+    def logged() -> list[dict]:
         logs = admin(gateway, "/spend/logs?key_alias=e2e-support", method="GET")
         assert logs.status_code == 200, logs.text
-        rows = logs.json()["data"]
-        if len(rows) >= 3:
-            break
-        time.sleep(0.2)
+        return logs.json()["data"]
+
+    rows = wait_for(lambda: len(rows := logged()) >= 3 and rows, what="the three calls' spend rows drained")
     by_id = {row["request_id"]: row for row in rows}
     for request_id, cost in answered:
         assert by_id[request_id]["spend"] == pytest.approx(cost) and by_id[request_id]["status"] == 200
