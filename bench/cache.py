@@ -135,7 +135,8 @@ async def step_costs(store_name: str, n: int, namespace: str) -> list[float]:
     from gateway.cache import AnswerCache, cache_lookup, cache_merge, cache_settings_of
     from gateway.cache.store import AnswerStore
     from gateway.config import build_config
-    from gateway.pipeline import Pipeline, RequestContext
+    from gateway.context import RequestContext
+    from gateway.pipeline import Pipeline
     from gateway.registry import ModelRegistry
     from translators import systemone as systemone_wire
     from translators.ir import Answer, DecisionResult, Usage

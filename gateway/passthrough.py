@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.context import RequestContext
 from gateway.cost import format_cost, response_cost
 from gateway.passthrough_policy import (
     check_method,
@@ -36,7 +37,7 @@ from gateway.passthrough_policy import (
     relayed_response_headers,
     upstream_url,
 )
-from gateway.pipeline import Pipeline, RequestContext, Step, authenticate, read
+from gateway.pipeline import Pipeline, Step, authenticate, read
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from providers.http_json import join_url
 from translators import systemone as systemone_wire

@@ -28,10 +28,10 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gateway.admission import Admission, Ticket
+from gateway.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
     OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
@@ -45,6 +45,7 @@ from gateway.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, 
     read_body_capped,
 )
 from gateway.cache.steps import cache_lookup, cache_merge
+from gateway.context import RequestContext
 from gateway.cost import format_cost, worst_case_cost
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
@@ -59,7 +60,6 @@ from translators import systemone as systemone_wire
 from translators.errors import BODY, MODEL, DecisionError, RequestInvalid, UpstreamError
 from translators.ir import DecisionRequest, DecisionResult
 from translators.limits import RequestLimits
-from translators.wire import WireModule
 
 if TYPE_CHECKING:
     from gateway.cache import AnswerCache
@@ -72,58 +72,6 @@ COLD_TOKEN_RATIO = 4.0  # before a group's first answer: one token per character
 TOKEN_MARGIN = 1.25
 # Client headers a provider may forward upstream (TypeSafe-Danger-Zone-*; the provider decides).
 FORWARDED_HEADER_PREFIXES = (DANGER_ZONE_PREFIX,)
-
-
-@dataclass(slots=True)
-class RequestContext:
-    """Everything one request gathers on its way through the steps."""
-
-    request_id: str
-    route: str  # the path it came in on, e.g. /v1/systemone
-    wire: WireModule
-    # read and decode
-    source: Any = None  # where the body comes from: a Starlette Request (None: ``raw`` is given)
-    json_only: bool = False  # a JSON route: Content-Type must be JSON (or multipart where allowed)
-    allow_multipart: bool = True
-    raw: bytes = b""
-    content_type: str | None = None
-    content_encoding: str | None = None
-    heavy: bool = False  # decode and parse in a worker thread
-    body: DecodedBody | None = None
-    forwarded_headers: dict[str, str] = field(default_factory=dict)
-    deadline_header: str | None = None  # x-decisions-deadline-ms as sent
-    # parse
-    req: DecisionRequest | None = None
-    identity: Any = None  # auth: the caller's key and team (later)
-    # route and call
-    model_group: str | None = None
-    deployment: Deployment | None = None  # the one that answered (the first chunk's, when split)
-    tried: list[Deployment] = field(default_factory=list)  # the deployment that answered each chunk
-    result: DecisionResult | None = None
-    cache: Any = None  # the cache outcome (later)
-    # settle and render
-    cost: float | None = None
-    status: int = 0
-    response: Any = None  # the rendered body (a dict)
-    content: bytes | None = None  # the response bytes (encode, or a pass-through's relayed body)
-    headers: dict[str, str] = field(default_factory=dict)
-    error: DecisionError | None = None
-    # timings: step name -> milliseconds; started is time.perf_counter() at arrival, started_at the wall clock
-    started: float = field(default_factory=time.perf_counter)
-    started_at: float = field(default_factory=time.time)
-    retries: int = 0  # the router's true counts
-    fallbacks: int = 0
-    hedged: bool = False
-    upstream_ms: float = 0.0  # time spent waiting on upstream calls (every attempt)
-    timings: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # what a route's own steps keep (pass-through)
-    client_watch: asyncio.Future[None] | None = None  # cancels the request when its client goes away
-    answered: bool = False  # the pipeline is done: a disconnect no longer cancels anything
-    client_gone: bool = False
-    ticket: Ticket | None = None  # what admit reserved (rate limits, budget), settled or released
-    settled: Ticket | None = None  # the ticket settle took over (the metrics read its budget holds)
-    trace: Any = None  # the request's span, when traces are on (gateway/observability/tracing.py)
-    estimated_tokens: int = 0  # the input's tokens as estimated before the call (capabilities)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from gateway import request_id as request_ids
-from gateway.pipeline import DECISION_STEPS, Pipeline, RequestContext, forwarded_headers
+from gateway.context import RequestContext
+from gateway.pipeline import DECISION_STEPS, Pipeline, forwarded_headers
 from gateway.router import DEADLINE_HEADER
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire

@@ -60,7 +60,8 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     otherwise one is opened for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
     """
     from gateway.body import DecodedBody
-    from gateway.pipeline import IR_STEPS, Pipeline, RequestContext
+    from gateway.context import RequestContext
+    from gateway.pipeline import IR_STEPS, Pipeline
     from gateway.registry import ModelRegistry
     from gateway.request_id import new_request_id
     from providers.registry import adhoc_deployment, split_model

@@ -26,10 +26,10 @@ from gateway.cache.steps import paid_usage, spend_columns
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from gateway.context import RequestContext
     from gateway.db.drain_thread import DrainThread
     from gateway.db.engine import Database
     from gateway.db.outbox import SpendOutbox
-    from gateway.pipeline import RequestContext
 
 log = logging.getLogger("gateway.spend")
 

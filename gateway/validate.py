@@ -24,8 +24,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.context import RequestContext
 from gateway.json_codec import json_bytes
-from gateway.pipeline import Pipeline, RequestContext, authenticate, authorize, decode, parse, read
+from gateway.pipeline import Pipeline, authenticate, authorize, decode, parse, read
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
 from translators.errors import Where

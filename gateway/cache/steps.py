@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from gateway.cache.answer_cache import Found, Hit
+from gateway.cache.answer_cache import AnswerCache, Found, Hit
 from gateway.cache.keys import image_tokens, input_digest, question_digest
 from gateway.cache.store import COST, VERSION, usage_of
 from gateway.cost import format_cost
@@ -31,7 +31,8 @@ from translators.errors import DecisionError, RequestInvalid, Where
 from translators.ir import DecisionRequest, DecisionResult, Usage
 
 if TYPE_CHECKING:
-    from gateway.pipeline import Pipeline, RequestContext
+    from gateway.context import RequestContext
+    from gateway.registry import ModelRegistry
 
 CACHE_HEADER = "x-decisions-cache"
 DIRECTIVES = frozenset({"no-cache", "no-store", "only-if-cached"})
@@ -47,6 +48,16 @@ class Control:
 
 
 NO_CONTROL = Control()
+
+
+class CachePipeline(Protocol):
+    """What the cache's steps read of the pipeline that runs them (``gateway.pipeline.Pipeline``)."""
+
+    @property
+    def cache(self) -> AnswerCache | None: ...
+
+    @property
+    def registry(self) -> ModelRegistry: ...
 
 
 def read_control(headers: Mapping[str, str] | None) -> Control:
@@ -104,7 +115,7 @@ class CacheOutcome:
         return sum(hit.entry[COST] or 0.0 for hit in self.found.hits.values())
 
 
-async def cache_lookup(pipeline: Pipeline, ctx: RequestContext) -> None:
+async def cache_lookup(pipeline: CachePipeline, ctx: RequestContext) -> None:
     cache = pipeline.cache
     if cache is None or ctx.req is None or ctx.model_group is None:
         return
@@ -133,7 +144,7 @@ async def cache_lookup(pipeline: Pipeline, ctx: RequestContext) -> None:
             ctx.cost = 0.0  # answered wholly from the cache: nothing is paid
 
 
-async def cache_merge(pipeline: Pipeline, ctx: RequestContext) -> None:
+async def cache_merge(pipeline: CachePipeline, ctx: RequestContext) -> None:
     outcome = ctx.cache
     cache = pipeline.cache
     if outcome is None or cache is None or ctx.model_group is None:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from gateway import call as calls
 from gateway.admin.models import shown_base
+from gateway.context import RequestContext
 from gateway.cost import response_cost
-from gateway.pipeline import RequestContext
 from gateway.router import key_of
 from gateway.router.outcomes import Outcome, masked
 from providers.base import Deployment
