@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from bench.docs_section import machine_env, replace_section
 from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
 from gateway.admission import Admission
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
 
 ROOT = Path(__file__).resolve().parents[1]

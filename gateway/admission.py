@@ -78,7 +78,7 @@ from typing import Any, Literal, TypeVar
 
 from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
 from gateway.admission_ticket import EMPTY_TICKET, Hold, Scope, Ticket, limit_headers, rate_limited, scopes_of  # noqa: F401 - Scope, Ticket and EMPTY_TICKET are re-exported
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 
 # Budget amounts and periods live in gateway/budgets.py; their names are re-exported here for callers.
 from gateway.budgets import (  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 
 
 @dataclass(frozen=True, slots=True)

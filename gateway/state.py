@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.admission import Admission
 from gateway.auth.cache import KeyCache
-from gateway.auth.identity import Authenticator, Entry
+from gateway.auth.identity import Authenticator
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
+from gateway.auth.records import Entry
 from gateway.cache import AnswerCache, cache_settings_of
 from gateway.config import GatewayConfig
 from gateway.health.local_models import LocalModels

@@ -37,7 +37,8 @@ from starlette.responses import Response
 
 from gateway.admin.service import Admin
 from gateway.auth.errors import PermissionDenied
-from gateway.auth.identity import Authenticator, Identity
+from gateway.auth.identity import Authenticator
+from gateway.auth.records import Identity
 from translators import openai as openai_wire
 from translators.errors import DecisionError, RequestInvalid, format_param
 

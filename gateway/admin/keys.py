@@ -14,7 +14,7 @@ from gateway.admin import schemas, service
 from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, pages
 from gateway.auth import store
 from gateway.auth.errors import PermissionDenied, unknown_key
-from gateway.auth.identity import Identity, KeyRecord
+from gateway.auth.records import Identity, KeyRecord
 from gateway.db import queries
 from translators.errors import RequestInvalid
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from gateway.admin import schemas
 from gateway.auth import store
 from gateway.auth.durations import expires_at, next_reset
-from gateway.auth.identity import KeyRecord, TeamRecord, allowed_models
 from gateway.auth.keys import KEY_PREFIX, KeyHasher, display_prefix, generate_key, is_hash_id
+from gateway.auth.records import KeyRecord, TeamRecord, allowed_models
 from gateway.db.engine import Database
 from gateway.db.models import new_team_id
 from translators.errors import DecisionError, RequestInvalid

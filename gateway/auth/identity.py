@@ -19,131 +19,17 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.auth import store
 from gateway.auth.cache import KeyCache
 from gateway.auth.errors import PermissionDenied, missing_key, model_not_allowed, unknown_key
 from gateway.auth.keys import KeyHasher, key_from_headers, load_secret, looks_like_key, master_key_of, secrets_equal
-from gateway.utc import utc
+from gateway.auth.records import Entry, Identity
 from translators.errors import DecisionError
 
 log = logging.getLogger("gateway.auth")
-
-ALL_MODELS = frozenset({"*", "all-proxy-models"})
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """A key's or a team's limits and budget; None means no limit."""
-
-    rpm_limit: int | None = None
-    tpm_limit: int | None = None
-    max_parallel_requests: int | None = None
-    max_budget: float | None = None
-    budget_duration: str | None = None
-    budget_reset_at: datetime | None = None
-    spend: float = 0.0
-
-    def current_spend(self, now: datetime | None = None) -> float:
-        """The spend that counts against ``max_budget`` now: 0 once ``budget_reset_at`` has passed
-        (before the reset job has written it)."""
-        if self.budget_reset_at is not None and utc(self.budget_reset_at) <= (now or datetime.now(UTC)):
-            return 0.0
-        return self.spend
-
-    def budget_left(self, now: datetime | None = None) -> float | None:
-        return None if self.max_budget is None else self.max_budget - self.current_spend(now)
-
-
-NO_LIMITS = Limits()
-
-
-@dataclass(frozen=True, slots=True)
-class KeyRecord:
-    """What the store reads of one key (``verification_tokens``), without SQLAlchemy."""
-
-    token: str  # the HMAC id
-    key_alias: str | None = None
-    key_prefix: str | None = None
-    team_id: str | None = None
-    models: tuple[str, ...] = ()
-    limits: Limits = NO_LIMITS
-    expires: datetime | None = None
-    blocked: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TeamRecord:
-    team_id: str
-    team_alias: str | None = None
-    models: tuple[str, ...] = ()
-    limits: Limits = NO_LIMITS
-    blocked: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Identity:
-    """The resolved caller. ``models`` None means every model; an empty set means none."""
-
-    key_hash: str | None
-    key_alias: str | None = None
-    key_prefix: str | None = None
-    team_id: str | None = None
-    team_alias: str | None = None
-    models: frozenset[str] | None = None
-    key_limits: Limits = NO_LIMITS
-    team_limits: Limits | None = None
-    blocked: bool = False
-    expires: datetime | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
-    is_master: bool = False
-    team_metadata: Mapping[str, Any] = field(default_factory=dict)  # the team's (its ``cache`` switch)
-
-    @classmethod
-    def master(cls, key_hash: str | None = None) -> Identity:
-        return cls(key_hash=key_hash, key_alias="master", is_master=True)
-
-    @classmethod
-    def anonymous(cls) -> Identity:
-        return cls(key_hash=None, key_alias=None)
-
-    @classmethod
-    def of(cls, key: KeyRecord, team: TeamRecord | None) -> Identity:
-        return cls(
-            key_hash=key.token, key_alias=key.key_alias, key_prefix=key.key_prefix, team_id=key.team_id,
-            team_alias=team.team_alias if team else None,
-            models=allowed_models(key.models, team.models if team else ()),
-            key_limits=key.limits, team_limits=team.limits if team else None,
-            blocked=key.blocked or bool(team and team.blocked),
-            expires=utc(key.expires) if key.expires is not None else None,
-            metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
-        )
-
-    @property
-    def limited(self) -> bool:
-        """False for the master key and an open gateway: no limit or budget applies."""
-        return self.key_hash is not None and not self.is_master
-
-
-def allowed_models(key_models: tuple[str, ...] | list[str], team_models: tuple[str, ...] | list[str]
-                   ) -> frozenset[str] | None:
-    """The key's models within its team's; None when both allow every model."""
-    key_set = None if not key_models or ALL_MODELS & set(key_models) else frozenset(key_models)
-    team_set = None if not team_models or ALL_MODELS & set(team_models) else frozenset(team_models)
-    if key_set is None:
-        return team_set
-    return key_set if team_set is None else key_set & team_set
-
 
 def check_model_allowed(identity: Identity, model_group: str) -> None:
     """403 ``model_not_allowed`` when ``identity`` may not call ``model_group``."""
@@ -152,7 +38,6 @@ def check_model_allowed(identity: Identity, model_group: str) -> None:
     raise model_not_allowed(model_group[:200], sorted(identity.models))
 
 
-Entry = tuple[KeyRecord, TeamRecord | None]
 Resolved = tuple["Identity", Entry]  # what the cache keeps: the identity built once per load
 Loader = Callable[[str], Awaitable[Entry | None]]
 
@@ -177,8 +62,6 @@ class Authenticator:
         hasher = KeyHasher(load_secret(general_settings, environ))
         load: Loader | None = None
         if db is not None:
-            from gateway.auth import store
-
             async def load(key_hash: str) -> Entry | None:
                 return await store.load_entry(db, key_hash)
 

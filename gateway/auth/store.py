@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.auth.durations import next_reset
-from gateway.auth.identity import Entry, KeyRecord, Limits, TeamRecord
+from gateway.auth.records import Entry, KeyRecord, Limits, TeamRecord
 from gateway.db.engine import Database
 from gateway.db.models import Team, VerificationToken
 from translators.errors import DecisionError

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from gateway.admission import Admission
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 from gateway.shared_state import MemoryState, SharedState
 from tests.shared_state.conftest import delete_prefix, make_redis_state
 

@@ -12,7 +12,7 @@ import pytest
 
 from gateway.admission import LIFETIME, LIFETIME_WINDOW_S, MICRO, Admission, Scope, Ticket, budget_period
 from gateway.admission_errors import BudgetExceeded
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 from tests.admission.conftest import Backend, identity
 
 WORST = 0.01

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.admission import EMPTY_TICKET, Admission, Ticket
 from gateway.admission_errors import RateLimited
-from gateway.auth.identity import Identity, Limits
+from gateway.auth.records import Identity, Limits
 from tests.admission.conftest import Backend, identity
 
 

@@ -15,7 +15,7 @@ import pytest_asyncio
 from gateway import admission as admission_module
 from gateway.admission import LIFETIME, Admission, Scope
 from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
-from gateway.auth.identity import Identity
+from gateway.auth.records import Identity
 from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
 from tests.admission.conftest import identity
 from tests.shared_state.conftest import free_port, wait_until

@@ -9,17 +9,9 @@ import pytest
 
 from gateway.auth.cache import KeyCache
 from gateway.auth.errors import AuthenticationError, PermissionDenied
-from gateway.auth.identity import (
-    Authenticator,
-    Entry,
-    Identity,
-    KeyRecord,
-    Limits,
-    TeamRecord,
-    allowed_models,
-    check_model_allowed,
-)
+from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.auth.keys import KeyHasher, generate_key
+from gateway.auth.records import Entry, Identity, KeyRecord, Limits, TeamRecord, allowed_models
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire
 from translators.errors import DecisionError

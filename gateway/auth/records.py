@@ -1,0 +1,130 @@
+"""Who a key is, as data: the key's and its team's records (what the store reads, without
+SQLAlchemy), their limits and budget, and the ``Identity`` built from them. No I/O: the store
+(``store.py``) reads and writes these records, the authenticator (``identity.py``) resolves a key to
+an ``Identity`` through the store, and admission reads the limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.utc import utc
+
+ALL_MODELS = frozenset({"*", "all-proxy-models"})
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A key's or a team's limits and budget; None means no limit."""
+
+    rpm_limit: int | None = None
+    tpm_limit: int | None = None
+    max_parallel_requests: int | None = None
+    max_budget: float | None = None
+    budget_duration: str | None = None
+    budget_reset_at: datetime | None = None
+    spend: float = 0.0
+
+    def current_spend(self, now: datetime | None = None) -> float:
+        """The spend that counts against ``max_budget`` now: 0 once ``budget_reset_at`` has passed
+        (before the reset job has written it)."""
+        if self.budget_reset_at is not None and utc(self.budget_reset_at) <= (now or datetime.now(UTC)):
+            return 0.0
+        return self.spend
+
+    def budget_left(self, now: datetime | None = None) -> float | None:
+        return None if self.max_budget is None else self.max_budget - self.current_spend(now)
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """What the store reads of one key (``verification_tokens``), without SQLAlchemy."""
+
+    token: str  # the HMAC id
+    key_alias: str | None = None
+    key_prefix: str | None = None
+    team_id: str | None = None
+    models: tuple[str, ...] = ()
+    limits: Limits = NO_LIMITS
+    expires: datetime | None = None
+    blocked: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TeamRecord:
+    team_id: str
+    team_alias: str | None = None
+    models: tuple[str, ...] = ()
+    limits: Limits = NO_LIMITS
+    blocked: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The resolved caller. ``models`` None means every model; an empty set means none."""
+
+    key_hash: str | None
+    key_alias: str | None = None
+    key_prefix: str | None = None
+    team_id: str | None = None
+    team_alias: str | None = None
+    models: frozenset[str] | None = None
+    key_limits: Limits = NO_LIMITS
+    team_limits: Limits | None = None
+    blocked: bool = False
+    expires: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    is_master: bool = False
+    team_metadata: Mapping[str, Any] = field(default_factory=dict)  # the team's (its ``cache`` switch)
+
+    @classmethod
+    def master(cls, key_hash: str | None = None) -> Identity:
+        return cls(key_hash=key_hash, key_alias="master", is_master=True)
+
+    @classmethod
+    def anonymous(cls) -> Identity:
+        return cls(key_hash=None, key_alias=None)
+
+    @classmethod
+    def of(cls, key: KeyRecord, team: TeamRecord | None) -> Identity:
+        return cls(
+            key_hash=key.token, key_alias=key.key_alias, key_prefix=key.key_prefix, team_id=key.team_id,
+            team_alias=team.team_alias if team else None,
+            models=allowed_models(key.models, team.models if team else ()),
+            key_limits=key.limits, team_limits=team.limits if team else None,
+            blocked=key.blocked or bool(team and team.blocked),
+            expires=utc(key.expires) if key.expires is not None else None,
+            metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
+        )
+
+    @property
+    def limited(self) -> bool:
+        """False for the master key and an open gateway: no limit or budget applies."""
+        return self.key_hash is not None and not self.is_master
+
+
+def allowed_models(key_models: tuple[str, ...] | list[str], team_models: tuple[str, ...] | list[str]
+                   ) -> frozenset[str] | None:
+    """The key's models within its team's; None when both allow every model."""
+    key_set = None if not key_models or ALL_MODELS & set(key_models) else frozenset(key_models)
+    team_set = None if not team_models or ALL_MODELS & set(team_models) else frozenset(team_models)
+    if key_set is None:
+        return team_set
+    return key_set if team_set is None else key_set & team_set
+
+
+Entry = tuple[KeyRecord, TeamRecord | None]  # a key's row and its team's (None: no team, or the team is gone)
