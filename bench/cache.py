@@ -134,7 +134,7 @@ async def step_costs(store_name: str, n: int, namespace: str) -> list[float]:
     (the gateway's own steps over its own store), ``n`` times after a few unrecorded ones."""
     from gateway.cache import AnswerCache, cache_lookup, cache_merge, cache_settings_of
     from gateway.cache.store import AnswerStore
-    from gateway.config import build_config
+    from gateway.config.loader import build_config
     from gateway.context import RequestContext
     from gateway.pipeline import Pipeline
     from gateway.registry import ModelRegistry

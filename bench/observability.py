@@ -37,7 +37,7 @@ SETUPS = {"no observer": ("none", False), "metrics": ("metrics", False), "metric
 
 def child(mode: str, calls: int, repeats: int) -> float:
     """Best microseconds per record step over ``repeats`` runs of ``calls`` requests (in this process)."""
-    from gateway.config import build_config
+    from gateway.config.loader import build_config
     from gateway.context import RequestContext
     from gateway.observability import Observer, logs
     from gateway.pipeline import Pipeline, record

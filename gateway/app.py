@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse
 
 from gateway import __version__, info_routes, passthrough, reload, routes, ui, validate
 from gateway.admin import admin_router
-from gateway.config import GatewayConfig, load_config
+from gateway.config.loader import GatewayConfig, load_config
 from gateway.health.routes import router as health_router
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import logs, metrics_route

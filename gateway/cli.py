@@ -21,7 +21,7 @@ from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 # subcommands (backend, migrate, keys, teams, spend) import what they need themselves
 # (tests/gateway/test_cli_imports.py).
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+    from gateway.config.loader import GatewayConfig
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_PORT = 4000
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"keys": admin_cli.keys_main, "teams": admin_cli.teams_main, "spend": admin_cli.spend_main}
         return commands[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
-    from gateway.config import ConfigError, load_config
+    from gateway.config.loader import ConfigError, load_config
     from gateway.observability import logs
 
     logs.configure(args.log_format, args.log_level)

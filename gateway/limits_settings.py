@@ -13,7 +13,7 @@
       max_concurrent_connections: 1024     # uvicorn's limit_concurrency: beyond it new requests answer 503
 
 ``limits_from_settings(general_settings) -> LimitsSettings`` checks every value (a positive number of
-the right kind) and raises ``ValueError`` naming the key; gateway/config.py turns that into a
+the right kind) and raises ``ValueError`` naming the key; gateway/config/loader.py turns that into a
 ``ConfigError``. Pure: no I/O.
 """
 

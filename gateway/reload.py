@@ -5,7 +5,7 @@
                                                       # 200 with what changed, or 400 naming the entry
 
 ``Reloader.reload`` reads the file the gateway was started with, validates it as a start would
-(``gateway.config.load_config``: any problem is a ``ConfigError`` naming the entry, and the
+(``gateway.config.loader.load_config``: any problem is a ``ConfigError`` naming the entry, and the
 running config stays), builds the new model registry, router settings, router and pipeline in
 full, loads the ``local/`` models the new config adds, and only then swaps them in, in one step
 of the event loop. A request that already began keeps the pipeline it started with (each endpoint
@@ -43,7 +43,7 @@ from fastapi.responses import JSONResponse
 
 from gateway.admin.common import AdminRoute, error_response
 from gateway.auth.errors import PermissionDenied
-from gateway.config import ConfigError, GatewayConfig, build_limits_settings, load_config
+from gateway.config.loader import ConfigError, GatewayConfig, build_limits_settings, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.pipeline import Pipeline
 from gateway.registry import ModelRegistry

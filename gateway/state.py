@@ -14,7 +14,7 @@ from gateway.auth.identity import Authenticator
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
 from gateway.auth.records import Entry
 from gateway.cache import AnswerCache, cache_settings_of
-from gateway.config import GatewayConfig
+from gateway.config.loader import GatewayConfig
 from gateway.health.local_models import LocalModels
 from gateway.health.readiness import Readiness
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS

@@ -1,6 +1,6 @@
 """``--workers N``: uvicorn's supervisor with the gateway's own handling of SIGHUP and SIGTERM.
 
-SIGHUP to the parent: it validates the config file first (``gateway.config.load_config``); an
+SIGHUP to the parent: it validates the config file first (``gateway.config.loader.load_config``); an
 unusable file is logged, naming the entry, and every worker keeps the running config; a usable
 one is forwarded as SIGHUP to every worker, each of which reloads in place without dropping a
 request (gateway/reload.py). uvicorn's own SIGHUP would replace every worker by a new process
@@ -27,7 +27,7 @@ from pathlib import Path
 import uvicorn
 from uvicorn.supervisors.multiprocess import Multiprocess
 
-from gateway.config import ConfigError, load_config
+from gateway.config.loader import ConfigError, load_config
 from gateway.reload import SUPERVISOR_ENV
 
 log = logging.getLogger("gateway.reload")

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from gateway.app import create_app
-from gateway.config import GatewayConfig, build_config
+from gateway.config.loader import GatewayConfig, build_config
 from gateway.state import GatewayState
 
 START_TIMEOUT_S = 30.0

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.config import load_config
+from gateway.config.loader import load_config
 from tests.backend.conftest import TICKET
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.yaml"  # what the README's `make run` serves

@@ -30,7 +30,7 @@ with open(out, "w") as f:
 
 NEVER = ("torch", "transformers", "backend", "fastapi", "starlette", "uvicorn", "gateway.app", "gateway.routes",
          "gateway.state")
-NOT_FOR_HELP = (*NEVER, "sqlalchemy", "alembic", "pydantic", "redis", "yaml", "asyncio", "gateway.config",
+NOT_FOR_HELP = (*NEVER, "sqlalchemy", "alembic", "pydantic", "redis", "yaml", "asyncio", "gateway.config.loader",
                 "gateway.db", "gateway.auth", "gateway.admin.service")
 
 

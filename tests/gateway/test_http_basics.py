@@ -174,7 +174,7 @@ def test_success_headers_carry_cost_and_model(http, fake_openai):
 def test_models_body_reads_loose_model_info_without_failing():
     import datetime
 
-    from gateway.config import build_config
+    from gateway.config.loader import build_config
     from gateway.info_routes import models_body
     from gateway.registry import ModelRegistry
 

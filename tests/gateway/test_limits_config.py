@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.config import ConfigError, build_config
+from gateway.config.loader import ConfigError, build_config
 from gateway.limits_settings import LimitsSettings
 
 PASSWORD = "hunter2-very-secret"

@@ -131,7 +131,7 @@ def test_the_gateway_serves_with_its_connection_limits():
 def slow_gateway():
     """The app served exactly as ``decisions-gateway`` serves it (gateway.cli.uvicorn_config)."""
     from gateway.app import create_app
-    from gateway.config import build_config
+    from gateway.config.loader import build_config
 
     with FakeServer() as typesafe, FakeServer() as openai_fake:
         config = build_config(hostile_config(typesafe, openai_fake, request_header_timeout_s=1,

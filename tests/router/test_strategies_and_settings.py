@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from gateway.config import ConfigError, build_config
+from gateway.config.loader import ConfigError, build_config
 from gateway.router import policy
 from gateway.router.settings import router_settings
 from gateway.router.strategies import Candidate, choose, narrow

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from gateway import config_keys
+from gateway.config import keys as config_keys
 from providers.base import Deployment
 from translators.errors import DecisionError
 
