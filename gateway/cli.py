@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"keys": admin_cli.keys_main, "teams": admin_cli.teams_main, "spend": admin_cli.spend_main}
         return commands[argv[0]](argv[1:])
     args = build_parser().parse_args(argv)
-    from gateway.config.loader import ConfigError, load_config
+    from gateway.config.errors import ConfigError
+    from gateway.config.loader import load_config
     from gateway.observability import logs
 
     logs.configure(args.log_format, args.log_level)

@@ -43,7 +43,8 @@ from fastapi.responses import JSONResponse
 
 from gateway.admin.common import AdminRoute, error_response
 from gateway.auth.errors import PermissionDenied
-from gateway.config.loader import ConfigError, GatewayConfig, build_limits_settings, load_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import GatewayConfig, build_limits_settings, load_config
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.pipeline import Pipeline
 from gateway.registry import ModelRegistry

@@ -27,7 +27,8 @@ from pathlib import Path
 import uvicorn
 from uvicorn.supervisors.multiprocess import Multiprocess
 
-from gateway.config.loader import ConfigError, load_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import load_config
 from gateway.reload import SUPERVISOR_ENV
 
 log = logging.getLogger("gateway.reload")

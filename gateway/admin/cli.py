@@ -269,7 +269,8 @@ async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
     from gateway.admin.service import Admin
     from gateway.auth.cache import KeyCache
     from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
-    from gateway.config.loader import ConfigError, load_config
+    from gateway.config.errors import ConfigError
+    from gateway.config.loader import load_config
     from gateway.db.engine import (
         DatabaseConfigError,
         auto_migrate_from_settings,

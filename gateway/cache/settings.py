@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.config.loader import ConfigError
+from gateway.config.errors import ConfigError
 from gateway.shared_state.factory import redis_url_from_config
 from gateway.shared_state.memory import CACHE_MAX_BYTES, CACHE_MAX_ENTRIES
 from providers.base import Deployment

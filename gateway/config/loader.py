@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from gateway.config import keys as config_keys
+from gateway.config.errors import ConfigError
 from providers.base import Deployment
 from translators.errors import DecisionError
 
@@ -27,10 +28,6 @@ SECRET_KEYS = frozenset({"api_key", "master_key", "salt_key"})
 
 # The embedded default: the bundled backend with the small model, no key needed.
 DEFAULT_CONFIG: dict = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}]}
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the entry and the problem."""
 
 
 @dataclass

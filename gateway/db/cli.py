@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def migrate_main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    from gateway.config.loader import ConfigError, load_config
+    from gateway.config.errors import ConfigError
+    from gateway.config.loader import load_config
 
     try:
         url = database_url_from_settings(load_config(args.config).general_settings)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.cache.settings import GroupCache, cache_settings_of, switch_of
-from gateway.config.loader import ConfigError, build_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import build_config
 
 ENTRY = {"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": "k"}}
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.config.loader import ConfigError, build_config, load_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import build_config, load_config
 from gateway.registry import ModelRegistry
 from providers.registry import PROVIDERS
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.config.loader import ConfigError, build_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import build_config
 from gateway.limits_settings import LimitsSettings
 
 PASSWORD = "hunter2-very-secret"

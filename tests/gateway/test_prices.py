@@ -116,7 +116,8 @@ def test_config_accepts_cost_per_request_into_deployment_params():
 
 @pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), True, "0.01"])
 def test_an_unusable_per_request_price_stops_the_start(value):
-    from gateway.config.loader import ConfigError, build_config
+    from gateway.config.errors import ConfigError
+    from gateway.config.loader import build_config
 
     with pytest.raises(ConfigError) as caught:
         build_config({"model_list": [{"model_name": "jev", "litellm_params": {

@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from gateway.config.loader import ConfigError, build_config
+from gateway.config.errors import ConfigError
+from gateway.config.loader import build_config
 from gateway.router import policy
 from gateway.router.settings import router_settings
 from gateway.router.strategies import Candidate, choose, narrow
