@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -53,7 +53,9 @@ from gateway.router.settings import RouterSettings, router_settings_of
 from translators.errors import DecisionError
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from gateway.health.local_models import LocalModels
+    from gateway.observability import Observer
+    from gateway.upstream import Upstream
 
 log = logging.getLogger("gateway.reload")
 
@@ -115,7 +117,21 @@ def _cache_of_groups(config: GatewayConfig) -> dict[str, tuple[Any, Any]]:
             for dep in config.deployments}
 
 
-def build(state: GatewayState, new: GatewayConfig) -> Built:
+class Reloadable(Protocol):
+    """What a reload reads and swaps of the running gateway (``gateway.state.GatewayState``, which
+    builds its ``Reloader``): the config, the registry and the pipeline are replaced together."""
+
+    config: GatewayConfig
+    registry: ModelRegistry
+    pipeline: Pipeline
+    upstream: Upstream
+    local_models: LocalModels
+
+    @property
+    def observer(self) -> Observer | None: ...
+
+
+def build(state: Reloadable, new: GatewayConfig) -> Built:
     """Everything a request needs from the new config, built beside the running one."""
     config, restart_required = in_force(state.config, new)
     registry = ModelRegistry.from_config(config)
@@ -139,7 +155,7 @@ def groups_of(registry: ModelRegistry) -> dict[str, frozenset[str]]:
 class Reloader:
     """One per process: ``reload()`` (serialised), its SIGHUP handler, and what readiness shows of it."""
 
-    def __init__(self, state: GatewayState):
+    def __init__(self, state: Reloadable):
         self.state = state
         source = state.config.source
         self.path: Path | None = Path(source).resolve() if not source.startswith("<") else None
@@ -254,9 +270,9 @@ router = APIRouter(route_class=AdminRoute, tags=["operations"])
 async def config_reload(request: Request) -> JSONResponse:
     if not request.state.admin_identity.is_master:
         raise PermissionDenied("Only the master key may reload the config.", code="admin_only")
-    state: GatewayState = request.app.state.gateway
+    reloader: Reloader = request.app.state.gateway.reload
     try:
-        summary = await state.reload.reload()
+        summary = await reloader.reload()
     except ConfigError as exc:
         return error_response(DecisionError(status=400, message=f"The config was not reloaded; the running "
                                             f"config stays. {exc}", type="invalid_request_error",

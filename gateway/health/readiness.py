@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
@@ -35,8 +35,12 @@ from gateway.db.outbox import brief
 from gateway.shared_state import SharedState
 
 if TYPE_CHECKING:
+    from gateway.admission import Admission
+    from gateway.config.loader import GatewayConfig
+    from gateway.health.local_models import LocalModels
+    from gateway.registry import ModelRegistry
     from gateway.spendlog import SpendLog
-    from gateway.state import GatewayState
+    from gateway.upstream import Upstream
 
 CHECK_TIMEOUT_S = 0.5
 
@@ -84,10 +88,25 @@ async def redis_check(shared: SharedState) -> Check:
     return {"state": "up"} if up else {"state": "down", "error": status.get("error") or "unreachable"}
 
 
+class RunningGateway(Protocol):
+    """What readiness reads of the running gateway (``gateway.state.GatewayState``, which builds it)."""
+
+    config: GatewayConfig
+    registry: ModelRegistry
+    upstream: Upstream
+    spend: SpendLog
+    shared: SharedState
+    admission: Admission
+    local_models: LocalModels
+
+    @property
+    def models_loaded(self) -> bool: ...
+
+
 class Readiness:
     """The checks of one gateway (one per process); ``report(detailed)`` -> (HTTP status, body)."""
 
-    def __init__(self, state: GatewayState):
+    def __init__(self, state: RunningGateway):
         self.state = state
         self.database = SharedCheck(lambda: database_check(state.spend))
         self.redis = SharedCheck(lambda: redis_check(state.shared))
