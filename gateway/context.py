@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.admission_ticket import Ticket
-from gateway.body import DecodedBody
+from gateway.decode.body import DecodedBody
 from providers.base import Deployment
 from translators.errors import DecisionError
 from translators.ir import DecisionRequest, DecisionResult

@@ -10,7 +10,7 @@ if it fires first, the connection is closed.
     uvicorn.Config(app, http=HeaderDeadlineProtocol, ...)   # the timeout: config.request_header_timeout_s
     uvicorn.run("...", http="gateway.http_protocol:HeaderDeadlineProtocol", ...)  # $DECISIONS_GATEWAY_HEADER_TIMEOUT_S
 
-The body has its own deadline in the app (``gateway.body.read_body_capped``).
+The body has its own deadline in the app (``gateway.decode.body.read_body_capped``).
 """
 
 from __future__ import annotations

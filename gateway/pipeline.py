@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gateway.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
-from gateway.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
+from gateway.cache.steps import cache_lookup, cache_merge
+from gateway.context import RequestContext
+from gateway.cost import format_cost, worst_case_cost
+from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
     OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
     BodyError,
     ClientDisconnected,
@@ -44,9 +47,6 @@ from gateway.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, 
     needs_thread,
     read_body_capped,
 )
-from gateway.cache.steps import cache_lookup, cache_merge
-from gateway.context import RequestContext
-from gateway.cost import format_cost, worst_case_cost
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry

@@ -11,7 +11,7 @@ import zstandard
 from typesafe_sdk._core.compression import COMPRESSORS
 from typesafe_sdk._core.multipart import Part, encode_multipart
 
-from gateway.body import BodyError, decode_body
+from gateway.decode.body import BodyError, decode_body
 
 BODY = {"model": "jev", "state": "x" * 3000, "questions": {"q": {"type": "noul", "instructions": "?"}}}
 RAW = json.dumps(BODY).encode()

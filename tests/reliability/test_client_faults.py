@@ -20,8 +20,8 @@ import pytest
 import uvicorn
 from starlette.requests import ClientDisconnect
 
-from gateway.body import BodyError, ClientDisconnected, read_body_capped
 from gateway.cli import uvicorn_config, uvicorn_settings
+from gateway.decode.body import BodyError, ClientDisconnected, read_body_capped
 from gateway.http_protocol import HeaderDeadlineProtocol
 from gateway.limits_settings import LimitsSettings
 from tests.fakes.harness import FakeServer

@@ -19,7 +19,7 @@ import zstandard
 from starlette.requests import Request
 from typesafe_sdk._core.multipart import Part, encode_multipart
 
-from gateway.body import (
+from gateway.decode.body import (
     MAX_DECODED_BYTES,
     BodyError,
     HeavyDecodes,
@@ -28,8 +28,8 @@ from gateway.body import (
     needs_thread,
     read_body_capped,
 )
+from gateway.decode.multipart import MultipartError, split_multipart
 from gateway.limits_settings import LimitsSettings
-from gateway.multipart_split import MultipartError, split_multipart
 from tests.security.helpers import address, let_the_server_settle, raw_exchange, read_response
 
 MIB = 1024 * 1024

@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from gateway.body import BodyError, decode_body, parse_json_object
+from gateway.decode.body import BodyError, decode_body, parse_json_object
 from translators.json_depth import nesting_exceeds
 
 DEEP = "[" * 10_000 + "]" * 10_000

@@ -34,8 +34,8 @@ from typing import Any
 import zstandard
 from starlette.requests import ClientDisconnect
 
+from gateway.decode.multipart import MultipartError, split_multipart
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
-from gateway.multipart_split import MultipartError, split_multipart
 from translators.json_depth import nesting_exceeds
 from translators.wire_errors import json_kind_name
 
