@@ -6,7 +6,7 @@ In one process, with an in-process upstream that answers a canned TypeSafe body 
 figures hold the router's own work only: pre-call filter, pick, health bookkeeping, the retry and
 hedge scaffolding), for a three-question System One request:
 
-* direct: ``gateway.call.fit`` + ``gateway.call.call`` (what any path must do);
+* direct: ``gateway.upstream.call.fit`` + ``gateway.upstream.call.call`` (what any path must do);
 * router, one deployment, memory state; router, one deployment, Redis on 127.0.0.1:6379;
 * router, three deployments with ``least-busy`` (in-flight counts kept), memory and Redis.
 
@@ -29,11 +29,11 @@ from pathlib import Path
 from bench.docs_section import replace_section
 from bench.gateway import percentile
 from bench.zero_delay_upstream import S1_QUESTIONS
-from gateway import call as calls
 from gateway.registry import ModelRegistry
 from gateway.router import Health, Router, router_settings
 from gateway.shared_state import MemoryState
 from gateway.shared_state.factory import state_from_settings
+from gateway.upstream import call as calls
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from translators import systemone as systemone_wire
 

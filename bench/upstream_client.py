@@ -1,5 +1,5 @@
 """Upstream client benchmark: httpx's own pool vs httpx on aiohttp's transport vs plain aiohttp vs the
-gateway's own client (gateway/http_client.py) and ``Upstream.send`` on it, POSTing a small System One
+gateway's own client (gateway/upstream/http_client.py) and ``Upstream.send`` on it, POSTing a small System One
 body to a local server at concurrency 32. Besides requests per second and latency, the client's own
 CPU time per request (``time.process_time`` of this process: the server runs in another), the figure
 that decides what the client costs a gateway that is CPU-bound under load.
@@ -93,7 +93,7 @@ async def run_httpx(url: str, total: int, concurrency: int, aiohttp_transport: b
 
 
 async def run_gateway_upstream(url: str, total: int, concurrency: int) -> list[float]:
-    from gateway.upstream import Upstream
+    from gateway.upstream.upstream import Upstream
     from providers.base import UpstreamRequest
 
     request = UpstreamRequest("POST", url, {}, json=BODY, timeout=30)
@@ -106,7 +106,7 @@ async def run_gateway_upstream(url: str, total: int, concurrency: int) -> list[f
 
 
 async def run_http_client(url: str, total: int, concurrency: int) -> list[float]:
-    from gateway.http_client import HttpClient
+    from gateway.upstream.http_client import HttpClient
 
     client = HttpClient(max_connections=concurrency)
     body, headers = json.dumps(BODY).encode(), {"Content-Type": "application/json"}
@@ -153,8 +153,8 @@ CLIENTS = {
     "httpx.AsyncClient (httpx's own pool)": lambda url, n, c: run_httpx(url, n, c, aiohttp_transport=False),
     "httpx API on AiohttpTransport (httpx-aiohttp)": lambda url, n, c: run_httpx(url, n, c, aiohttp_transport=True),
     "aiohttp.ClientSession": run_aiohttp,
-    "gateway HttpClient (gateway/http_client.py)": run_http_client,
-    "gateway Upstream.send (gateway/upstream.py: HttpClient + JSON encoding)": run_gateway_upstream,
+    "gateway HttpClient (gateway/upstream/http_client.py)": run_http_client,
+    "gateway Upstream.send (gateway/upstream/upstream.py: HttpClient + JSON encoding)": run_gateway_upstream,
 }
 
 

@@ -24,7 +24,7 @@ from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import logs, metrics_route
 from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
-from gateway.upstream import Upstream
+from gateway.upstream.upstream import Upstream
 from translators import openai as openai_wire
 from translators.errors import DecisionError
 

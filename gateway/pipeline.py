@@ -272,7 +272,7 @@ async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
 
 async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The router answers: it picks a deployment of the group (strategy, pre-call filter, cooldowns),
-    and for each attempt runs gateway/call.py (build, send, parse, normalise), with retries,
+    and for each attempt runs gateway/upstream/call.py (build, send, parse, normalise), with retries,
     fallbacks, hedging and the deadline around them."""
     assert ctx.req is not None and ctx.model_group is not None
     if not ctx.req.questions:  # the cache answered every question: no upstream call

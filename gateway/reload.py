@@ -55,7 +55,7 @@ from translators.errors import DecisionError
 if TYPE_CHECKING:
     from gateway.health.local_models import LocalModels
     from gateway.observability import Observer
-    from gateway.upstream import Upstream
+    from gateway.upstream.upstream import Upstream
 
 log = logging.getLogger("gateway.reload")
 

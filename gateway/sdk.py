@@ -56,7 +56,7 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     """Ask ``questions`` of ``model`` (``"provider/name"``) about ``input`` (OpenAI) or ``state`` (System One).
 
     The call goes through the gateway's pipeline (parse, route, call, normalise, render) with a
-    one-deployment registry. ``upstream`` may be a started ``gateway.upstream.Upstream`` to reuse;
+    one-deployment registry. ``upstream`` may be a started ``gateway.upstream.upstream.Upstream`` to reuse;
     otherwise one is opened for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
     """
     from gateway.context import RequestContext
@@ -81,7 +81,7 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     ctx = RequestContext(request_id=new_request_id(), route="python:adecisions", wire=WIRES[wire],
                          body=DecodedBody(body), forwarded_headers=headers)
     if upstream is None:
-        from gateway.upstream import Upstream
+        from gateway.upstream.upstream import Upstream
 
         async with Upstream() as own:
             await Pipeline(registry, own).run(ctx, IR_STEPS, raise_errors=True)

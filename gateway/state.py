@@ -28,7 +28,7 @@ from gateway.router.settings import router_settings_of
 from gateway.shared_state import SharedState
 from gateway.shared_state.factory import redis_url_from_config, state_from_settings
 from gateway.spendlog import SpendLog
-from gateway.upstream import Upstream
+from gateway.upstream.upstream import Upstream
 
 if TYPE_CHECKING:
     from gateway.db.engine import Database

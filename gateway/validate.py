@@ -3,7 +3,7 @@ request, with no upstream call and nothing billed.
 
 They run the decision routes' own steps of ``gateway/pipeline.py`` (authenticate, read, decode,
 parse, authorize) through the same ``Pipeline.run``, then the router's pre-call filter
-(``gateway.call.fit``: can some deployment of the group, or of its capacity fallbacks, take it?),
+(``gateway.upstream.call.fit``: can some deployment of the group, or of its capacity fallbacks, take it?),
 and stop there: no admission, no route, no call. An invalid request gets the very sentence and
 status the decision route would answer, in the caller's envelope (OpenAI's ``error.param``; System
 One's ``detail`` list of ``loc``/``msg``, or, for its non-schema errors, ``detail.loc`` added beside

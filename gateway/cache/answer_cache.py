@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from gateway.cache.keys import deployment_identity, entry_key, version_key
 from gateway.cache.settings import CacheSettings, GroupCache, group_cache
 from gateway.cache.store import DEPLOYMENT, VERSION, AnswerStore, answer_of, decode_entry, encode_entry, usage_share
-from gateway.split import chunk_sizes
+from gateway.upstream.split import chunk_sizes
 from providers.base import Deployment
 from translators.ir import Answer, DecisionRequest, DecisionResult
 
@@ -160,7 +160,7 @@ def _credited(deps: tuple[Deployment, ...], entry: list) -> Deployment:
 
 def chunk_owners(questions: int, tried: Sequence[Deployment]) -> list[Deployment]:
     """The deployment that answered each question of a routed request: the router splits a request
-    into ``len(tried)`` consecutive chunks (gateway/split.py ``chunk_sizes``), and ``tried`` has the
+    into ``len(tried)`` consecutive chunks (gateway/upstream/split.py ``chunk_sizes``), and ``tried`` has the
     answering deployment of each."""
     owners: list[Deployment] = []
     for dep, size in zip(tried, chunk_sizes(questions, len(tried)), strict=True):

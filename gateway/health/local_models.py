@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from gateway.upstream import warm_local_models
+from gateway.upstream.upstream import warm_local_models
 
 LocalState = Literal["loading", "loaded", "failed"]
 

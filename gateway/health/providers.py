@@ -20,12 +20,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gateway import call as calls
 from gateway.admin.models import shown_base
 from gateway.context import RequestContext
 from gateway.cost import response_cost
 from gateway.router import key_of
 from gateway.router.outcomes import Outcome, masked
+from gateway.upstream import call as calls
 from providers.base import Deployment
 from translators import systemone as systemone_wire
 from translators.errors import DecisionError

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from gateway.health.local_models import LocalModels
     from gateway.registry import ModelRegistry
     from gateway.spendlog import SpendLog
-    from gateway.upstream import Upstream
+    from gateway.upstream.upstream import Upstream
 
 CHECK_TIMEOUT_S = 0.5
 

@@ -5,7 +5,7 @@
                     group's capacity fallbacks are tried, else the caller gets the capacity 400
     split           over the picked deployment's question limit; each chunk is routed, retried and
                     hedged on its own, so a failed chunk never repeats its finished siblings
-    attempt         strategy pick -> call (gateway/call.py); on a retryable failure another healthy
+    attempt         strategy pick -> call (gateway/upstream/call.py); on a retryable failure another healthy
                     deployment of the group, or the same one after a back-off (tenacity's
                     exponential jitter, at least the upstream's Retry-After)
     hedge           ``hedge_after_ms`` without an answer: a second deployment is asked; the first
@@ -29,14 +29,14 @@ from typing import Any
 
 import tenacity
 
-from gateway import call as calls
 from gateway.cost import response_cost
 from gateway.registry import ModelRegistry
 from gateway.router import policy
 from gateway.router.health import Health
 from gateway.router.settings import GroupPolicy, RouterSettings
 from gateway.router.strategies import choose
-from gateway.split import merge_results
+from gateway.upstream import call as calls
+from gateway.upstream.split import merge_results
 from providers.base import Deployment, Limits
 from providers.registry import get_provider
 from translators.errors import DecisionError, Unsupported, UpstreamError

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from gateway.upstream import send_local, split_local_url
+from gateway.upstream.upstream import send_local, split_local_url
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from providers.local import LocalProvider
 from providers.registry import get_provider

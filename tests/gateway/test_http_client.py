@@ -1,4 +1,4 @@
-"""The upstream calls' HTTP/1.1 client (gateway/http_client.py) against small servers that write exactly
+"""The upstream calls' HTTP/1.1 client (gateway/upstream/http_client.py) against small servers that write exactly
 the bytes each case needs: lengths, chunks and reads to the close, kept-alive connections and their
 loss, gzip and deflate, the size cap, malformed answers, refused headers, timeouts, the connection
 limit, and HTTPS with and without a trusted certificate."""
@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from gateway.http_client import AnswerTooLarge, ClosedBeforeAnswer, HttpClient, UpstreamProtocolError
+from gateway.upstream.http_client import AnswerTooLarge, ClosedBeforeAnswer, HttpClient, UpstreamProtocolError
 
 MIB = 1 << 20
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

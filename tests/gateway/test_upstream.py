@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from gateway.upstream import Upstream, split_local_url
+from gateway.upstream.upstream import Upstream, split_local_url
 from providers.base import UpstreamRequest
 from tests.fakes.harness import FakeServer, Scripted
 from translators.errors import UpstreamError

@@ -7,7 +7,7 @@ import math
 
 from gateway.pipeline import Decided, decide_once
 from gateway.registry import ModelRegistry
-from gateway.upstream import Upstream
+from gateway.upstream.upstream import Upstream
 from providers.base import Deployment
 from translators import openai as openai_wire
 from translators import systemone as systemone_wire

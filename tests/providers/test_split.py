@@ -1,4 +1,4 @@
-"""gateway/split.py: chunks over a question limit and an exact merge (pure)."""
+"""gateway/upstream/split.py: chunks over a question limit and an exact merge (pure)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.split import merge_results, split_request
+from gateway.upstream.split import merge_results, split_request
 from providers.base import Deployment
 from tests.fakes.systemone import SystemOneFake
 from tests.providers import helpers as h

@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from gateway.upstream import Upstream, parse_off_loop
+from gateway.upstream.upstream import Upstream, parse_off_loop
 from providers.base import UpstreamRequest, UpstreamResponse
 from tests.fakes.harness import FakeServer
 from tests.security.conftest import hostile_config

@@ -1,6 +1,6 @@
 """Upstream HTTP: one shared, pooled client for the whole process.
 
-The client is the gateway's own (``gateway/http_client.py``: kept-alive connections on asyncio's
+The client is the gateway's own (``gateway/upstream/http_client.py``: kept-alive connections on asyncio's
 transports and httptools' parser): httpx's pool is slow under concurrency (encode/httpx#3215), and
 aiohttp's client spent three times the exchange's own CPU in its objects; see
 ``bench/upstream_client.py`` and docs/benchmarks.md. URLs ``local://<model-ref>/<path>`` go to the
@@ -24,9 +24,9 @@ import logging
 import time
 from urllib.parse import unquote, urlsplit
 
-from gateway.http_client import AnswerTooLarge, HttpClient
 from gateway.json_codec import json_bytes
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.upstream.http_client import AnswerTooLarge, HttpClient
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError
 

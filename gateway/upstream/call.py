@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gateway.split import split_request
-from gateway.upstream import parse_off_loop
+from gateway.upstream.split import split_request
+from gateway.upstream.upstream import parse_off_loop
 from providers import capabilities
 from providers.base import Deployment, Limits, Provider
 from providers.limits import limits_for
