@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 
 from bench.docs_section import machine_env, replace_section
 from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
-from gateway.admission import Admission
+from gateway.admission.admission import Admission
 from gateway.auth.records import Identity, Limits
 from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.admission_ticket import Ticket
+from gateway.admission.ticket import Ticket
 from gateway.decode.body import DecodedBody
 from providers.base import Deployment
 from translators.errors import DecisionError

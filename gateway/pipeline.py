@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gateway.admission import Admission
+from gateway.admission.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.cache.steps import cache_lookup, cache_merge
 from gateway.context import RequestContext

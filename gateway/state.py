@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.admission import Admission
+from gateway.admission.admission import Admission
 from gateway.auth.cache import KeyCache
 from gateway.auth.identity import Authenticator
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of

@@ -35,7 +35,7 @@ from gateway.db.outbox import brief
 from gateway.shared_state import SharedState
 
 if TYPE_CHECKING:
-    from gateway.admission import Admission
+    from gateway.admission.admission import Admission
     from gateway.config.loader import GatewayConfig
     from gateway.health.local_models import LocalModels
     from gateway.registry import ModelRegistry

@@ -25,7 +25,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from gateway.admission_errors import BudgetExceeded, RateLimited
+from gateway.admission.errors import BudgetExceeded, RateLimited
 from gateway.observability.labels import Labeller, caller_labels, route_label
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

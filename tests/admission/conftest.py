@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from gateway.admission import Admission
+from gateway.admission.admission import Admission
 from gateway.auth.records import Identity, Limits
 from gateway.shared_state import MemoryState, SharedState
 from tests.shared_state.conftest import delete_prefix, make_redis_state

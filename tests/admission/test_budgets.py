@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.admission import LIFETIME, LIFETIME_WINDOW_S, MICRO, Admission, Scope, Ticket, budget_period
-from gateway.admission_errors import BudgetExceeded
+from gateway.admission.admission import LIFETIME, LIFETIME_WINDOW_S, MICRO, Admission, Scope, Ticket, budget_period
+from gateway.admission.errors import BudgetExceeded
 from gateway.auth.records import Identity, Limits
 from tests.admission.conftest import Backend, identity
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from gateway.admission import EMPTY_TICKET, Admission, Ticket
-from gateway.admission_errors import RateLimited
+from gateway.admission.admission import EMPTY_TICKET, Admission, Ticket
+from gateway.admission.errors import RateLimited
 from gateway.auth.records import Identity, Limits
 from tests.admission.conftest import Backend, identity
 

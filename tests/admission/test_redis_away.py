@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from gateway import admission as admission_module
-from gateway.admission import LIFETIME, Admission, Scope
-from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
+from gateway.admission import admission as admission_module
+from gateway.admission.admission import LIFETIME, Admission, Scope
+from gateway.admission.errors import BudgetExceeded, LimitsUnavailable, RateLimited
 from gateway.auth.records import Identity
 from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
 from tests.admission.conftest import identity

@@ -3,7 +3,7 @@ moment, and its counter's window).
 
 A period runs from the previous reset to ``budget_reset_at`` (calendar months for ``mo`` and
 ``30d``, weeks for ``7d``/``w``, fixed seconds otherwise); a budget without a duration has one
-lifetime period. Pure: the admission (gateway/admission.py) names its counters after them.
+lifetime period. Pure: the admission (gateway/admission/admission.py) names its counters after them.
 """
 
 from __future__ import annotations

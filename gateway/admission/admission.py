@@ -76,12 +76,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from gateway.admission_errors import BudgetExceeded, LimitsUnavailable, RateLimited
-from gateway.admission_ticket import EMPTY_TICKET, Hold, Scope, Ticket, limit_headers, rate_limited, scopes_of  # noqa: F401 - Scope, Ticket and EMPTY_TICKET are re-exported
-from gateway.auth.records import Identity, Limits
-
-# Budget amounts and periods live in gateway/budgets.py; their names are re-exported here for callers.
-from gateway.budgets import (  # noqa: F401
+# Budget amounts and periods live in gateway/admission/budgets.py; their names are re-exported here for callers.
+from gateway.admission.budgets import (  # noqa: F401
     LIFETIME,
     LIFETIME_WINDOW_S,
     MICRO,
@@ -91,6 +87,9 @@ from gateway.budgets import (  # noqa: F401
     micro,
     worst_micro,
 )
+from gateway.admission.errors import BudgetExceeded, LimitsUnavailable, RateLimited
+from gateway.admission.ticket import EMPTY_TICKET, Hold, Scope, Ticket, limit_headers, rate_limited, scopes_of  # noqa: F401 - Scope, Ticket and EMPTY_TICKET are re-exported
+from gateway.auth.records import Identity, Limits
 from gateway.shared_state import MemoryState, SharedState
 
 log = logging.getLogger("gateway.admission")
