@@ -5,7 +5,7 @@
   ``BESPOKE_API_KEY``); an unset base answers 503 naming the setting.
 * ``/typesafe/{path}``: to ``TYPESAFE_API_BASE`` or https://api.typesafe.ai with
   ``Authorization: Bearer $TYPESAFE_API_KEY``. A successful decision's cost (from the response
-  ``usage``, cached tokens priced as such; gateway/cost.py) is sent in ``x-decisions-response-cost``
+  ``usage``, cached tokens priced as such; gateway/spend/cost.py) is sent in ``x-decisions-response-cost``
   and logged.
 
 Settings are read once, when the gateway starts (``PassthroughSettings``). Requests go through
@@ -29,7 +29,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.context import RequestContext
-from gateway.cost import format_cost, response_cost
 from gateway.passthrough_policy import (
     check_method,
     forwarded_request_headers,
@@ -38,6 +37,7 @@ from gateway.passthrough_policy import (
     upstream_url,
 )
 from gateway.pipeline import Pipeline, Step, authenticate, read
+from gateway.spend.cost import format_cost, response_cost
 from providers.base import Deployment, UpstreamRequest, UpstreamResponse
 from providers.http_json import join_url
 from translators import systemone as systemone_wire

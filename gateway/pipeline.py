@@ -35,7 +35,6 @@ from gateway.admission.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.cache.steps import cache_lookup, cache_merge
 from gateway.context import RequestContext
-from gateway.cost import format_cost, worst_case_cost
 from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
     OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
     BodyError,
@@ -52,7 +51,8 @@ from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.registry import ModelRegistry
 from gateway.router import Router
 from gateway.router.headers import deadline_ms_of, routing_headers
-from gateway.spendlog import SpendLog
+from gateway.spend.cost import format_cost, worst_case_cost
+from gateway.spend.log import SpendLog
 from providers.base import Deployment
 from providers.capabilities import estimate_tokens
 from providers.http_json import DANGER_ZONE_PREFIX

@@ -27,7 +27,7 @@ from gateway.router import Health, Router
 from gateway.router.settings import router_settings_of
 from gateway.shared_state import SharedState
 from gateway.shared_state.factory import redis_url_from_config, state_from_settings
-from gateway.spendlog import SpendLog
+from gateway.spend.log import SpendLog
 from gateway.upstream.upstream import Upstream
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from fastapi import APIRouter, Request
 
 from gateway.admin.common import AdminRoute
 from gateway.auth.errors import PermissionDenied
-from gateway.cost import price_for
 from gateway.router.health import key_of
+from gateway.spend.cost import price_for
 from providers.base import Deployment
 
 router = APIRouter(route_class=AdminRoute, tags=["models"])

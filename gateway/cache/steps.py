@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.cache.answer_cache import AnswerCache, Found, Hit
 from gateway.cache.keys import image_tokens, input_digest, question_digest
 from gateway.cache.store import COST, VERSION, usage_of
-from gateway.cost import format_cost
 from gateway.router.headers import routing_headers
+from gateway.spend.cost import format_cost
 from translators.errors import DecisionError, RequestInvalid, Where
 from translators.ir import DecisionRequest, DecisionResult, Usage
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.admin.models import shown_base
 from gateway.context import RequestContext
-from gateway.cost import response_cost
 from gateway.router import key_of
 from gateway.router.outcomes import Outcome, masked
+from gateway.spend.cost import response_cost
 from gateway.upstream import call as calls
 from providers.base import Deployment
 from translators import systemone as systemone_wire

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from gateway.config.loader import GatewayConfig
     from gateway.health.local_models import LocalModels
     from gateway.registry import ModelRegistry
-    from gateway.spendlog import SpendLog
+    from gateway.spend.log import SpendLog
     from gateway.upstream.upstream import Upstream
 
 CHECK_TIMEOUT_S = 0.5

@@ -20,12 +20,12 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-from gateway.cost import price_for
 from gateway.router import policy
 from gateway.router.outcomes import Outcome, Outcomes, masked
 from gateway.router.settings import GroupPolicy
 from gateway.router.strategies import Candidate
 from gateway.shared_state import SharedState
+from gateway.spend.cost import price_for
 from providers.base import Deployment
 from translators.errors import DecisionError
 from translators.ir import Usage

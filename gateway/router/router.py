@@ -29,12 +29,12 @@ from typing import Any
 
 import tenacity
 
-from gateway.cost import response_cost
 from gateway.registry import ModelRegistry
 from gateway.router import policy
 from gateway.router.health import Health
 from gateway.router.settings import GroupPolicy, RouterSettings
 from gateway.router.strategies import choose
+from gateway.spend.cost import response_cost
 from gateway.upstream import call as calls
 from gateway.upstream.split import merge_results
 from providers.base import Deployment, Limits

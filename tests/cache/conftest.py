@@ -21,7 +21,7 @@ from tests.gateway import conftest as gateway_fixtures
 from tests.gateway.conftest import CLIENT_KEY, OPENAI_KEY, TYPESAFE_KEY
 from tests.router_settings import NO_RETRIES
 
-JEV_PRICE = 4.2e-8  # typesafe/jev-latest, USD per input token (gateway/cost.py)
+JEV_PRICE = 4.2e-8  # typesafe/jev-latest, USD per input token (gateway/spend/cost.py)
 
 S1_QUESTIONS = {
     "refund": {"type": "noul", "instructions": "Is the customer asking for a refund?"},

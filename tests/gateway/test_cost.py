@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.cost import format_cost, price_for, response_cost
+from gateway.spend.cost import format_cost, price_for, response_cost
 from providers.base import Deployment
 from translators.ir import Usage
 

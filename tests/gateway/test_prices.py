@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.config.loader import build_config
-from gateway.cost import BUILTIN_PRICES, Price, price_for, response_cost, worst_case_cost
+from gateway.spend.cost import BUILTIN_PRICES, Price, price_for, response_cost, worst_case_cost
 from providers.base import Deployment
 from translators.ir import Usage
 
