@@ -19,7 +19,7 @@ from gateway.health.local_models import LocalModels
 from gateway.health.readiness import Readiness
 from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import Observer
-from gateway.passthrough import PassthroughSettings
+from gateway.passthrough.passthrough import PassthroughSettings
 from gateway.pipeline import Pipeline, RequestRecord
 from gateway.registry import ModelRegistry
 from gateway.reload import Reloader

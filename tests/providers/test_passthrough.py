@@ -134,7 +134,7 @@ def test_typesafe_passthrough_without_a_key_is_503(gateway):
     ("http://host/v1", "v2/other", "http://host/v1/v2/other"),
 ])
 def test_typesafe_passthrough_url(base, path, url):
-    from gateway.passthrough_policy import upstream_url
+    from gateway.passthrough.policy import upstream_url
 
     assert upstream_url(base, path) == url
 

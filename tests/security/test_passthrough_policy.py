@@ -11,7 +11,7 @@ import http.client
 
 import pytest
 
-from gateway.passthrough_policy import (
+from gateway.passthrough.policy import (
     ALLOWED_METHODS,
     MethodRefused,
     PathRefused,

@@ -12,7 +12,7 @@ import json
 import httpx
 import pytest
 
-from gateway.passthrough_policy import relayed_response_headers
+from gateway.passthrough.policy import relayed_response_headers
 from providers.base import UpstreamResponse
 from providers.upstream_errors import retry_after, upstream_error
 from tests.security.conftest import OPENAI_KEY, TYPESAFE_KEY

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.context import RequestContext
-from gateway.passthrough_policy import (
+from gateway.passthrough.policy import (
     check_method,
     forwarded_request_headers,
     raw_subpath,
