@@ -135,9 +135,9 @@ async def step_costs(store_name: str, n: int, namespace: str) -> list[float]:
     from gateway.cache import AnswerCache, cache_lookup, cache_merge, cache_settings_of
     from gateway.cache.store import AnswerStore
     from gateway.config.loader import build_config
+    from gateway.config.registry import ModelRegistry
     from gateway.context import RequestContext
     from gateway.pipeline import Pipeline
-    from gateway.registry import ModelRegistry
     from translators import systemone as systemone_wire
     from translators.ir import Answer, DecisionResult, Usage
 

@@ -38,10 +38,10 @@ SETUPS = {"no observer": ("none", False), "metrics": ("metrics", False), "metric
 def child(mode: str, calls: int, repeats: int) -> float:
     """Best microseconds per record step over ``repeats`` runs of ``calls`` requests (in this process)."""
     from gateway.config.loader import build_config
+    from gateway.config.registry import ModelRegistry
     from gateway.context import RequestContext
     from gateway.observability import Observer, logs
     from gateway.pipeline import Pipeline, record
-    from gateway.registry import ModelRegistry
     from translators import systemone
     from translators.ir import DecisionResult, Usage
 

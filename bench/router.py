@@ -29,7 +29,7 @@ from pathlib import Path
 from bench.docs_section import replace_section
 from bench.gateway import percentile
 from bench.zero_delay_upstream import S1_QUESTIONS
-from gateway.registry import ModelRegistry
+from gateway.config.registry import ModelRegistry
 from gateway.router import Health, Router, router_settings
 from gateway.shared_state import MemoryState
 from gateway.shared_state.factory import state_from_settings

@@ -18,9 +18,9 @@ from starlette.responses import JSONResponse
 
 from gateway import __version__, info_routes, reload, routes, ui, validate
 from gateway.admin import admin_router
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, load_config
 from gateway.health.routes import router as health_router
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import logs, metrics_route
 from gateway.passthrough import passthrough
 from gateway.request_id import RequestIdMiddleware

@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gateway import __version__
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 
 # Only argparse at import (and the limits' dataclass): ``--help`` and ``--version`` need nothing else, and the
 # subcommands (backend, migrate, keys, teams, spend) import what they need themselves
@@ -111,7 +111,7 @@ def access_line(config: GatewayConfig) -> str:
 
 
 def loaded_line(config: GatewayConfig) -> str:
-    from gateway.registry import ModelRegistry
+    from gateway.config.registry import ModelRegistry
 
     registry = ModelRegistry.from_config(config)
     models, deployments = len(registry.names), len(registry.deployments)

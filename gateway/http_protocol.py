@@ -21,7 +21,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 
 HEADER_TIMEOUT_ENV = "DECISIONS_GATEWAY_HEADER_TIMEOUT_S"  # for worker processes (``--workers N``)
 

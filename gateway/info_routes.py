@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from gateway.registry import ModelRegistry
+from gateway.config.registry import ModelRegistry
 from gateway.state import GatewayState
 from providers.base import Deployment
 from translators import openai as openai_wire

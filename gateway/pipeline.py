@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from gateway.admission.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.cache.steps import cache_lookup, cache_merge
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
+from gateway.config.registry import ModelRegistry
 from gateway.context import RequestContext
 from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
     OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
@@ -47,8 +49,6 @@ from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compr
     read_body_capped,
 )
 from gateway.json_codec import json_bytes
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
-from gateway.registry import ModelRegistry
 from gateway.router import Router
 from gateway.router.headers import deadline_ms_of, routing_headers
 from gateway.spend.cost import format_cost, worst_case_cost

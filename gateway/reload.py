@@ -44,10 +44,10 @@ from fastapi.responses import JSONResponse
 from gateway.admin.common import AdminRoute, error_response
 from gateway.auth.errors import PermissionDenied
 from gateway.config.errors import ConfigError
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, build_limits_settings, load_config
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
+from gateway.config.registry import ModelRegistry
 from gateway.pipeline import Pipeline
-from gateway.registry import ModelRegistry
 from gateway.router import Router, key_of
 from gateway.router.settings import RouterSettings, router_settings_of
 from translators.errors import DecisionError

@@ -59,10 +59,10 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     one-deployment registry. ``upstream`` may be a started ``gateway.upstream.upstream.Upstream`` to reuse;
     otherwise one is opened for the call. ``environ`` replaces ``os.environ`` for key and base lookup.
     """
+    from gateway.config.registry import ModelRegistry
     from gateway.context import RequestContext
     from gateway.decode.body import DecodedBody
     from gateway.pipeline import IR_STEPS, Pipeline
-    from gateway.registry import ModelRegistry
     from gateway.request_id import new_request_id
     from providers.registry import adhoc_deployment, split_model
 

@@ -14,14 +14,14 @@ from gateway.auth.identity import Authenticator
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
 from gateway.auth.records import Entry
 from gateway.cache import AnswerCache, cache_settings_of
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig
+from gateway.config.registry import ModelRegistry
 from gateway.health.local_models import LocalModels
 from gateway.health.readiness import Readiness
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.observability import Observer
 from gateway.passthrough.passthrough import PassthroughSettings
 from gateway.pipeline import Pipeline, RequestRecord
-from gateway.registry import ModelRegistry
 from gateway.reload import Reloader
 from gateway.router import Health, Router
 from gateway.router.settings import router_settings_of

@@ -31,8 +31,8 @@ from translators.errors import DecisionError, RequestInvalid, Where
 from translators.ir import DecisionRequest, DecisionResult, Usage
 
 if TYPE_CHECKING:
+    from gateway.config.registry import ModelRegistry
     from gateway.context import RequestContext
-    from gateway.registry import ModelRegistry
 
 CACHE_HEADER = "x-decisions-cache"
 DIRECTIVES = frozenset({"no-cache", "no-store", "only-if-cached"})

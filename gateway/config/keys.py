@@ -7,7 +7,7 @@ object). A key outside these sets is a typo until proven otherwise and fails the
 
 from __future__ import annotations
 
-from gateway.limits_settings import SETTING_NAMES as LIMITS_SETTINGS  # the gateway's own hardening keys
+from gateway.config.limits import SETTING_NAMES as LIMITS_SETTINGS  # the gateway's own hardening keys
 
 TOP_LEVEL = frozenset({
     "model_list", "general_settings", "router_settings", "litellm_settings", "environment_variables",

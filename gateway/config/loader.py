@@ -39,7 +39,7 @@ class GatewayConfig:
     environment_variables: dict = field(default_factory=dict)
     extra_sections: dict = field(default_factory=dict)  # credential_list, guardrails, ...: kept, unused
     request_limits: Any = None  # translators.limits.RequestLimits
-    limits: Any = None  # gateway.limits_settings.LimitsSettings: body, JSON, multipart, upstream and time caps
+    limits: Any = None  # gateway.config.limits.LimitsSettings: body, JSON, multipart, upstream and time caps
     source: str = "<built-in default>"
 
     @property
@@ -155,8 +155,8 @@ def build_request_limits(raw: Any):
 
 
 def build_limits_settings(general: dict):
-    """The limits and hardening keys of ``general_settings`` -> ``gateway.limits_settings.LimitsSettings``."""
-    from gateway.limits_settings import limits_from_settings
+    """The limits and hardening keys of ``general_settings`` -> ``gateway.config.limits.LimitsSettings``."""
+    from gateway.config.limits import limits_from_settings
 
     try:
         return limits_from_settings(general)

@@ -5,7 +5,7 @@ named ``request`` holding the JSON, then one part per asset (``asset-0``, ...). 
 (bytes in, ``DecodedBody`` out); a body that cannot be decoded raises ``BodyError`` with a
 sentence the route renders in its own wire's envelope.
 
-Hostile bodies are refused before they cost much (the limits are ``gateway.limits_settings``):
+Hostile bodies are refused before they cost much (the limits are ``gateway.config.limits``):
 a Content-Type other than JSON or multipart (415: a web page's "simple" cross-origin request
 cannot send JSON), a body over ``max_request_body_bytes`` as sent or once decompressed (413),
 JSON nested deeper than ``max_json_depth`` (found by a bracket scan before parsing), a key that
@@ -34,8 +34,8 @@ from typing import Any
 import zstandard
 from starlette.requests import ClientDisconnect
 
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.decode.multipart import MultipartError, split_multipart
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from translators.json_depth import nesting_exceeds
 from translators.wire_errors import json_kind_name
 

@@ -37,8 +37,8 @@ from gateway.shared_state import SharedState
 if TYPE_CHECKING:
     from gateway.admission.admission import Admission
     from gateway.config.loader import GatewayConfig
+    from gateway.config.registry import ModelRegistry
     from gateway.health.local_models import LocalModels
-    from gateway.registry import ModelRegistry
     from gateway.spend.log import SpendLog
     from gateway.upstream.upstream import Upstream
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import tenacity
 
-from gateway.registry import ModelRegistry
+from gateway.config.registry import ModelRegistry
 from gateway.router import policy
 from gateway.router.health import Health
 from gateway.router.settings import GroupPolicy, RouterSettings

@@ -24,8 +24,8 @@ import logging
 import time
 from urllib.parse import unquote, urlsplit
 
+from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.json_codec import json_bytes
-from gateway.limits_settings import DEFAULT_LIMITS_SETTINGS
 from gateway.upstream.http_client import AnswerTooLarge, HttpClient
 from providers.base import UpstreamRequest, UpstreamResponse
 from translators.errors import DecisionError, UpstreamError

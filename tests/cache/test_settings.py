@@ -69,7 +69,7 @@ def test_the_narrowest_switch_wins():
 def test_a_reloaded_registry_gives_the_group_its_new_settings():
     from gateway.cache import AnswerCache
     from gateway.cache.store import AnswerStore
-    from gateway.registry import ModelRegistry
+    from gateway.config.registry import ModelRegistry
     from gateway.shared_state import MemoryState
 
     cache = AnswerCache(cache_settings_of(config({"cache": True})), AnswerStore(MemoryState()))

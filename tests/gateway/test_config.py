@@ -6,7 +6,7 @@ import pytest
 
 from gateway.config.errors import ConfigError
 from gateway.config.loader import build_config, load_config
-from gateway.registry import ModelRegistry
+from gateway.config.registry import ModelRegistry
 from providers.registry import PROVIDERS
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.config.errors import ConfigError
+from gateway.config.limits import LimitsSettings
 from gateway.config.loader import build_config
-from gateway.limits_settings import LimitsSettings
 
 PASSWORD = "hunter2-very-secret"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import math
 
+from gateway.config.registry import ModelRegistry
 from gateway.pipeline import Decided, decide_once
-from gateway.registry import ModelRegistry
 from gateway.upstream.upstream import Upstream
 from providers.base import Deployment
 from translators import openai as openai_wire

@@ -211,8 +211,8 @@ async def test_box_questions_only_where_supported(case, fake_for):
 
 
 async def test_unknown_model_lists_the_configured_names():
+    from gateway.config.registry import ModelRegistry
     from gateway.pipeline import decide_once
-    from gateway.registry import ModelRegistry
     from providers.base import Deployment
     from translators import openai as openai_wire
 

@@ -21,9 +21,9 @@ import uvicorn
 from starlette.requests import ClientDisconnect
 
 from gateway.cli import uvicorn_config, uvicorn_settings
+from gateway.config.limits import LimitsSettings
 from gateway.decode.body import BodyError, ClientDisconnected, read_body_capped
 from gateway.http_protocol import HeaderDeadlineProtocol
-from gateway.limits_settings import LimitsSettings
 from tests.fakes.harness import FakeServer
 from tests.security.conftest import hostile_config
 from tests.security.helpers import address, let_the_server_settle, read_response

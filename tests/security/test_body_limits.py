@@ -19,6 +19,7 @@ import zstandard
 from starlette.requests import Request
 from typesafe_sdk._core.multipart import Part, encode_multipart
 
+from gateway.config.limits import LimitsSettings
 from gateway.decode.body import (
     MAX_DECODED_BYTES,
     BodyError,
@@ -29,7 +30,6 @@ from gateway.decode.body import (
     read_body_capped,
 )
 from gateway.decode.multipart import MultipartError, split_multipart
-from gateway.limits_settings import LimitsSettings
 from tests.security.helpers import address, let_the_server_settle, raw_exchange, read_response
 
 MIB = 1024 * 1024
