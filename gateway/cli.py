@@ -2,7 +2,7 @@
 
     decisions-gateway --config config.yaml [--host 0.0.0.0] [--port 4000] [--workers N] [--graceful-timeout S]
 
-SIGTERM stops it gracefully; SIGHUP reloads the config file (gateway/reload.py, gateway/workers.py).
+SIGTERM stops it gracefully; SIGHUP reloads the config file (gateway/reload.py, gateway/edge/workers.py).
 
 Without ``--config`` the embedded default is served: model ``smollm2`` on the bundled backend.
 """
@@ -123,7 +123,7 @@ def loaded_line(config: GatewayConfig) -> str:
 def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     import uvicorn
 
-    from gateway.app import create_app
+    from gateway.edge.app import create_app
 
     class AnnouncingServer(uvicorn.Server):
         async def startup(self, sockets=None) -> None:
@@ -147,14 +147,14 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
 def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
     import uvicorn
 
-    from gateway.app import CONFIG_ENV
+    from gateway.edge.app import CONFIG_ENV
 
     if args.config:
         os.environ[CONFIG_ENV] = os.path.abspath(args.config)
     say(loaded_line(config))
     say(access_line(config))
     say(f"decisions-gateway listening on http://{_display_host(args.host)}:{args.port} with {args.workers} workers")
-    from gateway.http_protocol import HEADER_TIMEOUT_ENV
+    from gateway.edge.http_protocol import HEADER_TIMEOUT_ENV
 
     limits = config.limits or DEFAULT_LIMITS_SETTINGS
     os.environ[HEADER_TIMEOUT_ENV] = str(limits.request_header_timeout_s)  # read by each worker's protocol
@@ -162,12 +162,13 @@ def serve_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
 
     folder = use_metrics_folder()  # every worker's metrics in one folder (removed at exit), summed by a scrape
     say(f"decisions-gateway: the metrics of the {args.workers} workers are kept in {folder}")
-    from gateway.workers import run_workers
+    from gateway.edge.workers import run_workers
 
-    run_workers(uvicorn.Config("gateway.app:create_app_from_env", factory=True, host=args.host, port=args.port,
+    protocol = "gateway.edge.http_protocol:HeaderDeadlineProtocol"
+    run_workers(uvicorn.Config("gateway.edge.app:create_app_from_env", factory=True, host=args.host, port=args.port,
                                workers=args.workers, log_level=args.log_level, access_log=False, lifespan="on",
                                timeout_graceful_shutdown=args.graceful_timeout,
-                               **uvicorn_settings(limits, protocol="gateway.http_protocol:HeaderDeadlineProtocol")),
+                               **uvicorn_settings(limits, protocol=protocol)),
                 os.environ.get(CONFIG_ENV))
     return 0
 
@@ -176,7 +177,7 @@ def uvicorn_settings(limits: LimitsSettings | None, protocol: object = None) -> 
     """uvicorn's connection limits from the gateway's settings (general_settings; README "Limits and
     hardening settings"): the header deadline protocol, the keep-alive timeout, a cap on one
     request's headers and on concurrent connections (503 beyond it)."""
-    from gateway.http_protocol import HeaderDeadlineProtocol
+    from gateway.edge.http_protocol import HeaderDeadlineProtocol
 
     limits = limits or DEFAULT_LIMITS_SETTINGS
     return {

@@ -1,6 +1,6 @@
 """The one request path: named steps over one per-request context.
 
-Every route that spends money goes through here: the decision routes (``gateway/routes.py``), the
+Every route that spends money goes through here: the decision routes (``gateway/edge/routes.py``), the
 pass-throughs (``gateway/passthrough/passthrough.py``) and the Python API (``gateway/sdk.py``). Each is a
 tuple of steps, run in order by ``Pipeline.run``; ``record`` always runs last, whatever happened.
 

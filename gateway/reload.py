@@ -20,7 +20,7 @@ A reload that changes one of them keeps the running value, says so in ``restart_
 in a warning line); ``state.config`` is the config in force.
 
 Under ``--workers N`` the parent process validates the file on SIGHUP and forwards the signal to
-every worker (gateway/workers.py); ``POST /config/reload`` reloads the worker that answered and
+every worker (gateway/edge/workers.py); ``POST /config/reload`` reloads the worker that answered and
 then signals the parent, so every worker reloads.
 """
 

@@ -62,8 +62,8 @@ async def adecisions(*, model: str, questions: Any, input: Any = None, state: An
     from gateway.config.registry import ModelRegistry
     from gateway.context import RequestContext
     from gateway.decode.body import DecodedBody
+    from gateway.edge.request_id import new_request_id
     from gateway.pipeline import IR_STEPS, Pipeline
-    from gateway.request_id import new_request_id
     from providers.registry import adhoc_deployment, split_model
 
     wire, body = _caller_body(model, questions, input, state, assets, safety_identifier, prompt_cache_key,

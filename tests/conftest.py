@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pytest
 import uvicorn
 
-from gateway.app import create_app
 from gateway.config.loader import GatewayConfig, build_config
+from gateway.edge.app import create_app
 from gateway.state import GatewayState
 
 START_TIMEOUT_S = 30.0

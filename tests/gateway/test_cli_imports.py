@@ -28,7 +28,7 @@ with open(out, "w") as f:
     json.dump({"status": status, "modules": sorted(sys.modules)}, f)
 """
 
-NEVER = ("torch", "transformers", "backend", "fastapi", "starlette", "uvicorn", "gateway.app", "gateway.routes",
+NEVER = ("torch", "transformers", "backend", "fastapi", "starlette", "uvicorn", "gateway.edge.app", "gateway.edge.routes",
          "gateway.state")
 NOT_FOR_HELP = (*NEVER, "sqlalchemy", "alembic", "pydantic", "redis", "yaml", "asyncio", "gateway.config.loader",
                 "gateway.db", "gateway.auth", "gateway.admin.service")

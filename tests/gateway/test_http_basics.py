@@ -176,7 +176,7 @@ def test_models_body_reads_loose_model_info_without_failing():
 
     from gateway.config.loader import build_config
     from gateway.config.registry import ModelRegistry
-    from gateway.info_routes import models_body
+    from gateway.edge.info_routes import models_body
 
     config = build_config({"model_list": [
         {"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_key": "k"},

@@ -122,7 +122,7 @@ def test_without_an_endpoint_the_tracing_sdk_is_never_imported(upstream):
     script = f"""
 import sys
 from starlette.testclient import TestClient
-from gateway.app import create_app
+from gateway.edge.app import create_app
 from gateway.config.loader import build_config
 config = build_config({{"model_list": [{{"model_name": "jev", "litellm_params": {{"model": "typesafe/jev-latest",
     "api_key": "{UPSTREAM_KEY}", "api_base": "{upstream.url}"}}}}]}}, {{}}, source="test")

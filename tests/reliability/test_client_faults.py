@@ -23,7 +23,7 @@ from starlette.requests import ClientDisconnect
 from gateway.cli import uvicorn_config, uvicorn_settings
 from gateway.config.limits import LimitsSettings
 from gateway.decode.body import BodyError, ClientDisconnected, read_body_capped
-from gateway.http_protocol import HeaderDeadlineProtocol
+from gateway.edge.http_protocol import HeaderDeadlineProtocol
 from tests.fakes.harness import FakeServer
 from tests.security.conftest import hostile_config
 from tests.security.helpers import address, let_the_server_settle, read_response
@@ -130,8 +130,8 @@ def test_the_gateway_serves_with_its_connection_limits():
 @pytest.fixture(scope="module")
 def slow_gateway():
     """The app served exactly as ``decisions-gateway`` serves it (gateway.cli.uvicorn_config)."""
-    from gateway.app import create_app
     from gateway.config.loader import build_config
+    from gateway.edge.app import create_app
 
     with FakeServer() as typesafe, FakeServer() as openai_fake:
         config = build_config(hostile_config(typesafe, openai_fake, request_header_timeout_s=1,

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.ui import UI_DIR, ui_file
+from gateway.edge.ui import UI_DIR, ui_file
 from tests.conftest import start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_ui_redirects_to_its_folder(gateway):
     assert answer.status_code == 307 and answer.headers["location"] == "/ui/"
 
 
-@pytest.mark.parametrize("path", ["/ui/../pyproject.toml", "/ui/%2e%2e/pyproject.toml", "/ui/js/../../gateway/ui.py",
+@pytest.mark.parametrize("path", ["/ui/../pyproject.toml", "/ui/%2e%2e/pyproject.toml", "/ui/js/../../gateway/edge/ui.py",
                                   "/ui/.hidden", "/ui/js/missing.js", "/ui/js", "/ui/" + "a" * 300 + ".js",
                                   "/ui/%00.js", "/ui/..%5cpyproject.toml"])
 def test_nothing_else_is_served(gateway, path):

@@ -16,14 +16,15 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.responses import JSONResponse
 
-from gateway import __version__, info_routes, reload, routes, ui, validate
+from gateway import __version__, reload
 from gateway.admin import admin_router
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, load_config
+from gateway.edge import info_routes, routes, ui, validate
+from gateway.edge.request_id import RequestIdMiddleware
 from gateway.health.routes import router as health_router
 from gateway.observability import logs, metrics_route
 from gateway.passthrough import passthrough
-from gateway.request_id import RequestIdMiddleware
 from gateway.state import GatewayState
 from gateway.upstream.upstream import Upstream
 from translators import openai as openai_wire

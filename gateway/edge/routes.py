@@ -10,8 +10,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.routing import Route
 
-from gateway import request_id as request_ids
 from gateway.context import RequestContext
+from gateway.edge import request_id as request_ids
 from gateway.pipeline import DECISION_STEPS, Pipeline, forwarded_headers
 from gateway.router import DEADLINE_HEADER
 from translators import openai as openai_wire
@@ -24,7 +24,7 @@ JSON_TYPE = b"application/json"
 class DecisionRoute:
     """The ASGI app of one decision route: a request id, the pipeline over the request, and its answer
     sent straight to the server as two messages (no Starlette response object), with the request-id
-    headers (gateway/request_id.py). GatewayApp sends every ``POST`` of these paths here without
+    headers (gateway/edge/request_id.py). GatewayApp sends every ``POST`` of these paths here without
     FastAPI's middleware stack; the Starlette routes below exist for the other methods' 405."""
 
     def __init__(self, wire: WireModule) -> None:

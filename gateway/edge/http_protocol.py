@@ -8,7 +8,8 @@ the first byte of each later request arrives; it stops when the request's header
 if it fires first, the connection is closed.
 
     uvicorn.Config(app, http=HeaderDeadlineProtocol, ...)   # the timeout: config.request_header_timeout_s
-    uvicorn.run("...", http="gateway.http_protocol:HeaderDeadlineProtocol", ...)  # $DECISIONS_GATEWAY_HEADER_TIMEOUT_S
+    uvicorn.run("...", http="gateway.edge.http_protocol:HeaderDeadlineProtocol", ...)
+                                                    # the timeout: $DECISIONS_GATEWAY_HEADER_TIMEOUT_S
 
 The body has its own deadline in the app (``gateway.decode.body.read_body_capped``).
 """
