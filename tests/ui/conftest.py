@@ -32,6 +32,9 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backgro
                "--disable-component-update", "--no-first-run"]
 PRICE_PER_TOKEN = 2e-6  # the local model is free; a price makes the spend charts and the cost shown non-zero
 READY_TIMEOUT_S = 300.0
+# A decision call reaches the bundled model, which shares the CPU with the rest of the suite (xdist
+# workers, other processes): its answer gets as long as the model is given (the deployment timeout).
+MODEL_ANSWER_TIMEOUT_MS = 300_000
 # How long Playwright's expect(...) waits for the page to show what it should: a loaded machine
 # running the suite in several processes draws slowly (the default is 5 s).
 EXPECT_TIMEOUT_MS = 30_000

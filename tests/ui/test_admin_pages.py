@@ -11,7 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.ui.conftest import MASTER, PRICE_PER_TOKEN
+from tests.ui.conftest import MASTER, MODEL_ANSWER_TIMEOUT_MS, PRICE_PER_TOKEN
 
 CALL = {"model": "smollm2", "state": "The invoice total is wrong.",
         "questions": {"billing": {"type": "noul", "instructions": "Is this about billing?"}}}
@@ -118,7 +118,8 @@ def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
 
     page.locator('[data-preset="triage"]').click()
     page.wait_for_selector(".status-line.good")
-    with page.expect_response(lambda r: r.url.endswith("/v1/systemone") and r.request.method == "POST") as sent:
+    with page.expect_response(lambda r: r.url.endswith("/v1/systemone") and r.request.method == "POST",
+                              timeout=MODEL_ANSWER_TIMEOUT_MS) as sent:
         page.get_by_role("button", name="Send request").click()
     assert sent.value.status == 200
     cost = float(sent.value.headers["x-decisions-response-cost"])

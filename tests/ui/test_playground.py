@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.shared_state.conftest import SETTLE_TIMEOUT_S
-from tests.ui.conftest import MASTER
+from tests.ui.conftest import MASTER, MODEL_ANSWER_TIMEOUT_MS
 
 READ_CARDS = """() => [...document.querySelectorAll('.answer-card')].map((card) => ({
   question: card.dataset.question, kind: card.dataset.kind,
@@ -34,10 +34,11 @@ def percent(p: float) -> str:
 
 def send(ui, path: str):
     """Click Send; the response the server returned, and the cards the page drew from it."""
-    with ui.page.expect_response(lambda r: r.url.endswith(path) and r.request.method == "POST") as answer:
+    with ui.page.expect_response(lambda r: r.url.endswith(path) and r.request.method == "POST",
+                                 timeout=MODEL_ANSWER_TIMEOUT_MS) as answer:
         ui.page.get_by_role("button", name="Send request").click()
     response = answer.value
-    ui.page.wait_for_selector(".request-card", timeout=120_000)
+    ui.page.wait_for_selector(".request-card", timeout=MODEL_ANSWER_TIMEOUT_MS)
     return response, ui.page.evaluate(READ_CARDS)
 
 
