@@ -106,11 +106,13 @@ def converted_folder(gguf_path: Path) -> Path:
 
 def _convert_in_child(gguf_path: Path, out: Path) -> None:
     """``_convert_gguf`` in a fresh interpreter running this same code; its last error line when it fails."""
-    root = str(Path(__file__).resolve().parents[1])  # the folder holding this backend package
+    root = str(Path(__file__).resolve().parents[1])  # the folder holding this backend package (cwd too: -m
+    # puts the working directory first on sys.path, and another checkout there would shadow this one)
     env = dict(os.environ, HF_HUB_OFFLINE="1",
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, "-m", "backend.loading", str(gguf_path), str(out)], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    done = subprocess.run([sys.executable, "-m", "backend.loading", str(gguf_path.resolve()), str(out.resolve())],
+                          env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          errors="replace")
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         raise RuntimeError(f"converting {gguf_path.name} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
