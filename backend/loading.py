@@ -167,7 +167,10 @@ def load_model(model_ref: str = "default", *, device: str | None = None, dtype: 
     chosen_dtype = pick_dtype(dtype, chosen_device)
     try:
         folder = converted_folder(path) if path.is_file() else path
-        if chosen_device == "cpu":
+        if chosen_device == "cpu" and not os.environ.get("OMP_NUM_THREADS"):
+            # Every core, unless the operator said otherwise: several model processes on one machine
+            # (workers, a test suite in processes of its own) each take OMP_NUM_THREADS, so their
+            # threads do not spin-wait on cores another process holds.
             torch.set_num_threads(os.cpu_count() or 1)
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=chosen_dtype)

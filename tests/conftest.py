@@ -30,6 +30,9 @@ os.environ.setdefault("DECISIONS_GATEWAY_DATA_DIR", tempfile.mkdtemp(prefix="dec
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     os.environ.setdefault("DECISIONS_GATEWAY_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{1 + int(_WORKER[2:]) % 15}")
+    # One torch thread per worker (and per gateway or backend process a test starts): the workers
+    # outnumber the cores, and torch's threads spin-wait on cores another worker holds.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @dataclass
