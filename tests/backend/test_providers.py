@@ -3,6 +3,7 @@ in-process path, both on the real model."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
@@ -14,6 +15,7 @@ from providers.local import LocalProvider
 from providers.registry import get_provider
 from providers.sglang import SGLangProvider
 from tests.backend.conftest import TICKET
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S, wait_until
 from translators.errors import DecisionError, UpstreamError
 from translators.ir import DecisionInput, DecisionRequest, Level, Option, Question
 
@@ -149,18 +151,38 @@ async def test_a_full_local_queue_reaches_the_caller_as_503_with_retry_after(ser
     from backend import inprocess
     from backend.service import DecisionService
 
-    busy = DecisionService(service.loaded, max_queued_rows=3)
+    scorer = GatedScorer(service.scorer)  # the first request's rows stay in the scorer until the second is refused
+    busy = DecisionService(service.loaded, max_queued_rows=3, scorer=scorer)
     inprocess._services["busy-queue-test"] = busy
     try:
         provider, dep = LocalProvider(), Deployment(model_name="busy", provider="local", model="busy-queue-test")
         first = asyncio.ensure_future(send_local(provider.build_request(REQUEST, dep)))
-        await asyncio.sleep(0.05)  # the first request's three rows are queued or running
+        await wait_until(scorer.entered.is_set, SETTLE_TIMEOUT_S, "the first request's rows reached the scorer")
         second = await send_local(provider.build_request(REQUEST, dep))
         assert second.status == 503 and second.headers["retry-after"] == "1"
         with pytest.raises(UpstreamError) as err:
             provider.parse_response(second, REQUEST, dep)
         assert err.value.status == 503 and err.value.headers.get("Retry-After") == "1"
+        scorer.release.set()
         assert (await first).status == 200
     finally:
+        scorer.release.set()
         inprocess._services.pop("busy-queue-test", None)
         busy.close()
+
+
+class GatedScorer:
+    """A scorer whose passes wait for ``release`` (``entered`` is set once one has begun): rows that
+    are in flight for as long as a test needs, instead of a sleep betting that they still are."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def score_jobs(self, jobs):
+        self.entered.set()
+        self.release.wait(SETTLE_TIMEOUT_S)
+        return self.inner.score_jobs(jobs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)

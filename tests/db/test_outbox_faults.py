@@ -111,6 +111,17 @@ async def test_rows_wait_out_a_database_outage(pg_cluster: PgCluster, tmp_path: 
     caplog.set_level(logging.WARNING, logger="gateway.db.outbox")
     db = await open_database(pg_cluster.url)
     outbox = SpendOutbox(tmp_path / "outbox", interval=0.02, max_backoff=0.3, attempts=2, batch_size=100)
+    failed_drains: list[Exception] = []
+    drain_once = outbox.drain_once
+
+    async def counted_drain(db: Database) -> int:  # the drains that failed, to wait on instead of a sleep
+        try:
+            return await drain_once(db)
+        except Exception as exc:
+            failed_drains.append(exc)
+            raise
+
+    outbox.drain_once = counted_drain
     drainer = asyncio.create_task(outbox.drain_forever(db))
 
     async def load(start: int, stop: int) -> None:
@@ -124,9 +135,11 @@ async def test_rows_wait_out_a_database_outage(pg_cluster: PgCluster, tmp_path: 
         stopping = asyncio.create_task(asyncio.to_thread(pg_cluster.stop, "immediate"))  # mid-load
         await load(500, 1000)
         await stopping
+        down_since = len(failed_drains)
         await load(1000, 1500)  # while the server is down: these cannot drain
         assert outbox.depth() >= 500
-        await asyncio.sleep(0.5)
+        await wait_until(lambda: len(failed_drains) >= down_since + 2, LINE_TIMEOUT_S,
+                         "two drains failed while the database was down (a retry after the first)")
         assert outbox.depth() >= 500 and not drainer.done()
         starting = asyncio.create_task(asyncio.to_thread(pg_cluster.start))
         await load(1500, 2000)

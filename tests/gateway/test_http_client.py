@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from gateway.upstream.http_client import AnswerTooLarge, ClosedBeforeAnswer, HttpClient, UpstreamProtocolError
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S, wait_until
 
 MIB = 1 << 20
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -127,7 +128,8 @@ async def test_a_connection_the_server_closed_is_not_reused():
     async with Server(lambda n: reply(b"%d" % n), close_after=True) as server:
         client = HttpClient()
         first = await post(client, server.url())
-        await asyncio.sleep(0.05)  # the close reaches the client
+        await wait_until(lambda: server.open_now == 0 and not client._open, SETTLE_TIMEOUT_S,
+                         "the server closed the connection and the client saw the close")
         second = await post(client, server.url())
         await client.close()
     assert (first.body, second.body) == (b"1", b"2") and server.connections == 2

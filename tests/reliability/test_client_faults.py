@@ -24,9 +24,11 @@ from gateway.cli import uvicorn_config, uvicorn_settings
 from gateway.config.limits import LimitsSettings
 from gateway.decode.body import BodyError, ClientDisconnected, read_body_capped
 from gateway.edge.http_protocol import HeaderDeadlineProtocol
+from tests.conftest import RunningGateway
 from tests.fakes.harness import FakeServer
 from tests.security.conftest import hostile_config
-from tests.security.helpers import address, let_the_server_settle, read_response
+from tests.security.helpers import address, in_hand, let_the_server_settle, read_response
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S, wait_for
 
 
 def receiver(messages: list[dict]):
@@ -50,7 +52,7 @@ async def test_a_disconnect_mid_body_is_client_disconnected_not_an_error():
     assert not isinstance(err.value, BodyError)
 
 
-def next_record(gw, seen: int, timeout_s: float = 5.0):
+def next_record(gw, seen: int, timeout_s: float = SETTLE_TIMEOUT_S):
     """The first request record after the ``seen`` ones (the ids are the gateway's own), or None."""
     deadline = time.monotonic() + timeout_s
     while len(gw.state.pipeline.request_log) <= seen and time.monotonic() < deadline:
@@ -63,12 +65,12 @@ def test_a_client_that_disconnects_mid_body_is_recorded_as_499_without_a_traceba
     with FakeServer() as typesafe, FakeServer() as openai_fake:
         gw = gateway_factory(hostile_config(typesafe, openai_fake))
         with caplog.at_level(logging.INFO):
-            seen = len(gw.state.pipeline.request_log)
+            seen, before = len(gw.state.pipeline.request_log), in_hand(gw)
             with socket.create_connection(address(gw.url)) as sock:
                 sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                              b"Content-Length: 1000\r\n\r\n{\"model\": ")
-                time.sleep(0.2)
-            let_the_server_settle()
+                wait_for(lambda: gw.server.server_state.tasks - before, what="the request reached the gateway's app")
+            let_the_server_settle(gw, before)
             record = next_record(gw, seen)
         assert record is not None and record.path == "/v1/systemone" and record.status == 499
         errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
@@ -93,13 +95,9 @@ def test_a_client_that_leaves_while_the_upstream_works_cancels_the_upstream_call
             with caplog.at_level(logging.INFO), socket.create_connection(address(gw.url)) as sock:
                 sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                              + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                deadline = time.monotonic() + 5
-                while typesafe.hanging < 1 and time.monotonic() < deadline:
-                    time.sleep(0.02)
+                wait_for(lambda: typesafe.hanging >= 1, what="the call reached the upstream and hangs there")
                 assert typesafe.hanging == 1
-            deadline = time.monotonic() + 5
-            while typesafe.abandoned < n + 1 and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_for(lambda n=n: typesafe.abandoned >= n + 1, what=f"upstream call {n + 1} abandoned when its client left")
             abandoned.append(typesafe.abandoned)
             record = next_record(gw, seen)
             assert record is not None and record.status == 499
@@ -145,9 +143,9 @@ def slow_gateway():
             assert thread.is_alive() and time.monotonic() < deadline
             time.sleep(0.02)
         port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
-        thread.join(timeout=10)
+        running = RunningGateway(f"http://127.0.0.1:{port}", server.config.app, server, thread)
+        yield running
+        running.stop()
 
 
 def _still_open(socks: list[socket.socket]) -> list[socket.socket]:
@@ -167,7 +165,7 @@ def _still_open(socks: list[socket.socket]) -> list[socket.socket]:
 
 
 def test_slowloris_connections_are_closed_within_the_header_deadline(slow_gateway):
-    socks = [socket.create_connection(address(slow_gateway)) for _ in range(200)]
+    socks = [socket.create_connection(address(slow_gateway.url)) for _ in range(200)]
     slow = socks[:150]  # a header line every 0.2 s, never the blank line; the other 50 send nothing at all
     try:
         for sock in slow:
@@ -189,20 +187,21 @@ def test_slowloris_connections_are_closed_within_the_header_deadline(slow_gatewa
 
 
 def test_a_request_whose_headers_arrive_in_time_is_served_and_kept_alive(slow_gateway):
-    with socket.create_connection(address(slow_gateway)) as sock:
+    with socket.create_connection(address(slow_gateway.url)) as sock:
         for _ in range(2):
             sock.sendall(b"GET /health/liveliness HTTP/1.1\r\nHost: x\r\n\r\n")
-            status, data = read_response(sock, 5)
+            status, data = read_response(sock, 30)
             assert status == 200 and data.endswith(b'"healthy"}')
             time.sleep(1.3)  # idle past the header deadline: a kept-alive connection waits for its next request
 
 
 def test_a_body_that_trickles_is_cut_off_with_a_408(slow_gateway):
-    with socket.create_connection(address(slow_gateway)) as sock:
+    before = in_hand(slow_gateway)
+    with socket.create_connection(address(slow_gateway.url)) as sock:
         sock.sendall(b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 200\r\n\r\n{")
         started = time.monotonic()
         status, _ = read_response(sock, 5)
         took = time.monotonic() - started
-    let_the_server_settle()
+    let_the_server_settle(slow_gateway, before)
     assert status == 408 and took < 3

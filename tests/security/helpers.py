@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import RunningGateway, start_gateway
+from tests.shared_state.conftest import wait_for
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -22,25 +23,35 @@ def address(url: str) -> tuple[str, int]:
     return parts.hostname or "127.0.0.1", parts.port or 80
 
 
-def raw_exchange(url: str, head: bytes, body: bytes = b"", *, timeout: float = 10.0) -> tuple[int, bytes]:
+def raw_exchange(gateway: RunningGateway, head: bytes, body: bytes = b"", *,
+                 timeout: float = 10.0) -> tuple[int, bytes]:
     """Send ``head`` (request line + headers, without the blank line) and ``body`` as written;
     return (status, the whole response) read until the server closes or ``timeout``."""
-    with socket.create_connection(address(url), timeout=timeout) as sock:
+    before = in_hand(gateway)
+    with socket.create_connection(address(gateway.url), timeout=timeout) as sock:
         sock.sendall(head + b"\r\nConnection: close\r\n\r\n" + body)
         answer = read_response(sock, timeout)
-    let_the_server_settle()
+    let_the_server_settle(gateway, before)
     return answer
 
 
-def let_the_server_settle(seconds: float = 0.5) -> None:
-    """Give the gateway's thread time to finish with a connection the test just closed.
+def in_hand(gateway: RunningGateway) -> set[object]:
+    """The connections the gateway's server holds open and the requests it is running, now."""
+    state = gateway.server.server_state
+    return {*state.connections, *state.tasks}
 
-    Should the gateway log a traceback for it (as it did before the body reader existed), Python
+
+def let_the_server_settle(gateway: RunningGateway, before: set[object]) -> None:
+    """Wait until the gateway's server has finished with the connections the test opened since
+    ``before = in_hand(gateway)`` (closed, their requests ended); fail after the deadline.
+
+    Should the gateway log a traceback for one (as it did before the body reader existed), Python
     3.11 renders the traceback's carets with ``ast.parse``, which is not safe to run in two threads
     at once: pytest formatting a failure at the same moment dies with "AST constructor recursion
     depth mismatch" and ends the whole session. Waiting first keeps a failure a plain failure.
     """
-    time.sleep(seconds)
+    wait_for(lambda: in_hand(gateway) <= before, what=lambda: "the gateway to finish with the test's "
+             f"connections: {len(in_hand(gateway) - before)} still open or running")
 
 
 def read_response(sock: socket.socket, timeout: float) -> tuple[int, bytes]:

@@ -30,7 +30,8 @@ from gateway.decode.body import (
     read_body_capped,
 )
 from gateway.decode.multipart import MultipartError, split_multipart
-from tests.security.helpers import address, let_the_server_settle, raw_exchange, read_response
+from tests.security.helpers import address, in_hand, let_the_server_settle, raw_exchange, read_response
+from tests.shared_state.conftest import SETTLE_TIMEOUT_S, wait_until
 
 MIB = 1024 * 1024
 S1 = {"model": "jev", "state": "I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Billing?"}}}
@@ -128,12 +129,19 @@ async def test_heavy_decodes_run_at_most_n_at_once_and_keep_their_slot_until_don
 
     names = await asyncio.gather(*(heavy.run(work, 0.05) for _ in range(6)))
     assert peak[0] == 2 and all(name.startswith("heavy-decode") for name in names)
-    waiter = asyncio.ensure_future(heavy.run(work, 0.3))
-    await asyncio.sleep(0.05)
+    began, release = threading.Event(), threading.Event()
+
+    def held() -> None:
+        began.set()
+        release.wait(SETTLE_TIMEOUT_S)
+
+    waiter = asyncio.ensure_future(heavy.run(held))
+    await wait_until(began.is_set, SETTLE_TIMEOUT_S, "the work began in its thread")
     waiter.cancel()  # the caller gives up, the thread keeps working: its slot stays taken
-    assert heavy.running == 1
-    await asyncio.sleep(0.4)
-    assert heavy.running == 0
+    await asyncio.sleep(0)  # the cancellation is delivered
+    assert waiter.cancelled() and heavy.running == 1
+    release.set()  # the work ends: only now is its slot given back
+    await wait_until(lambda: heavy.running == 0, SETTLE_TIMEOUT_S, "the slot given back when the work ended")
     heavy.close()
 
 
@@ -148,11 +156,12 @@ def test_a_declared_length_over_16_mib_is_a_413_before_the_body_is_sent(gateway)
     head = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d" % (17 * MIB))
     started = time.monotonic()
-    status, _ = raw_exchange(gateway.url, head, timeout=5)
+    status, _ = raw_exchange(gateway, head, timeout=30)
     assert status == 413 and time.monotonic() - started < 3
 
 
 def test_a_chunked_body_is_cut_off_once_over_16_mib(gateway):
+    before = in_hand(gateway)
     with socket.create_connection(address(gateway.url), timeout=10) as sock:
         sock.sendall(b"POST /v1/decisions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Transfer-Encoding: chunked\r\n\r\n")
@@ -167,7 +176,7 @@ def test_a_chunked_body_is_cut_off_once_over_16_mib(gateway):
         except OSError:  # the server answered and closed while the client was still sending
             pass
         status, _ = read_response(sock, 10)
-    let_the_server_settle()
+    let_the_server_settle(gateway, before)
     assert status == 413
     assert sent < 32 * MIB  # answered once over the cap, not after reading everything
 
@@ -253,7 +262,8 @@ def test_a_burst_of_heavy_bodies_does_not_starve_a_small_request(gateway):
         async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as client:
             heavy = [asyncio.ensure_future(client.post("/v1/systemone", content=big, headers={
                 "Content-Type": "application/json", "Content-Encoding": "zstd"})) for _ in range(16)]
-            await asyncio.sleep(0.05)
+            await wait_until(lambda: gateway.state.pipeline.heavy.running > 0, SETTLE_TIMEOUT_S,
+                             "the heavy bodies are being decoded")
             started = time.monotonic()
             small = await client.post("/v1/systemone", json=S1)
             took = time.monotonic() - started

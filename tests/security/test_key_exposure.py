@@ -10,7 +10,6 @@ test_upstream_keys.py the redaction of echoed keys.)"""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ from gateway.auth.keys import SALT_FILE
 from tests.fakes.openai import FakeOpenAI
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.reliability.processes import GatewayProcess
+from tests.shared_state.conftest import wait_for
 
 MASTER = "sk-master-exposure-7f3a9c1e5b2d4068"
 TS_KEY, OA_KEY = "zq7ts-exposure-0123456789abcdef", "zq8sk-exposure-0123456789abcdef"
@@ -95,9 +95,7 @@ def test_no_key_in_any_answer_log_line_metric_spend_row_file_or_upstream_request
         gw.start()
         try:
             answers, made = traffic(gw, typesafe, openai_fake)
-            deadline = time.monotonic() + 20
-            while len(spend_rows(db)) < 9 and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_for(lambda: len(spend_rows(db)) >= 9, what=lambda: f"the calls' spend rows ({len(spend_rows(db))} of 9)")
         finally:
             gw.stop()
         upstream = typesafe.requests + openai_fake.requests

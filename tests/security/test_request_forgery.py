@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
@@ -20,6 +18,7 @@ from tests.fakes.harness import FakeServer
 from tests.reliability.wire_checks import ADMIN, OPENAI, SYSTEMONE, admin_routes, problem
 from tests.security.conftest import TYPESAFE_KEY, hostile_config
 from tests.security.helpers import gateway_with_env
+from tests.settled import tasks_of, wait_settled
 
 MASTER = "sk-master-forgery-0123456789abcdef"
 S1 = {"model": "jev", "state": "I was charged twice.", "questions": {"q": {"type": "noul", "instructions": "Billing?"}}}
@@ -217,19 +216,16 @@ def test_sql_in_the_authorization_header_is_an_unknown_key_on_every_route(forger
 def test_sql_in_every_admin_filter_of_the_running_gateway_matches_nothing_and_changes_nothing(forgery):
     gw, key = forgery
     admin = auth(MASTER)
-    assert httpx.post(gw.url + "/v1/systemone", json=S1, headers=auth(key), timeout=10).status_code == 200
+    resting = tasks_of(gw)
+    assert httpx.post(gw.url + "/v1/systemone", json=S1, headers=auth(key), timeout=30).status_code == 200
+    # the call's spend row drained into the database, with the key's spend rolled up in the same commit
+    wait_settled(gw, resting, "the call's spend drained into the key's spend")
 
     def tables() -> dict:
         return {path: httpx.get(gw.url + path, params=params, headers=admin, timeout=10).json()
                 for path, params in (("/key/list", {"return_full_object": "true"}), ("/team/list", {}))}
 
-    before, deadline = tables(), time.monotonic() + 10
-    while time.monotonic() < deadline:  # the calls' spend drains into the key's spend (every 0.25 s): wait for it
-        time.sleep(0.6)
-        settled = tables()
-        if settled == before:
-            break
-        before = settled
+    before = tables()
     filters = [("/spend/logs", name) for name in ("api_key", "key_alias", "team_id", "model", "request_id",
                                                    "start_date", "end_date")]
     filters += [("/key/info", "key"), ("/team/info", "team_id"), ("/key/list", "key_alias"), ("/key/list", "team_id"),
