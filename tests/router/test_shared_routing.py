@@ -13,7 +13,9 @@ import pytest
 
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.minute_windows import Clock, routed_within_an_rpm_cap
 from tests.router.test_routing_faults import HEAVY, KEY, LIGHT, S1, typesafe
+from tests.settled import tasks_of, wait_settled
 from tests.shared_state.conftest import REDIS_URL
 
 
@@ -51,13 +53,18 @@ def test_a_cooldown_set_by_one_gateway_holds_in_the_other(two_fakes):
 
 def test_an_rpm_cap_holds_across_gateways(two_fakes):
     a, b = two_fakes
-    if time.time() % 60 > 50:  # the usage window is a fixed minute: do not straddle its boundary
-        time.sleep(61 - time.time() % 60)
     first, second = pair([typesafe("g", a, HEAVY, rpm=3), typesafe("g", b, LIGHT)], disable_cooldowns=True)
     try:
+        calls = []  # the usage window is a calendar minute: each call's minutes, and whether a took it
         for n in range(8):
-            assert ask(first if n % 2 else second).status_code == 200
-        assert len(a.requests) == 3 and len(b.requests) == 5
+            gw = first if n % 2 else second
+            resting, to_a = tasks_of(gw), len(a.requests)
+            with Clock() as clock:
+                assert ask(gw).status_code == 200
+                wait_settled(gw, resting, "the call's usage booked")  # booked behind the response
+            calls.append((clock.span, len(a.requests) > to_a))
+        assert len(a.requests) + len(b.requests) == 8
+        assert routed_within_an_rpm_cap(calls, 3), calls  # in one minute: a, a, a, then b five times
     finally:
         first.stop()
         second.stop()
