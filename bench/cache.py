@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.docs_section import machine_env, replace_section
-from bench.processes import free_port, log_tail, pinned_to, pinning, stop, wait_for_http, wait_for_port
+from bench.processes import free_port, log_tail, pinned_to, pinning, stop, this_process_on, wait_for_http, wait_for_port
 from bench.zero_delay_upstream import S1_QUESTIONS, STATE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,12 +297,10 @@ def run(rounds: int = 1000, tickets: int = 40, size: int = 240, timeout: float =
     env = machine_env(rounds=rounds, warmup=warmup, tickets=tickets, workload=size, timeout=timeout,
                       pinned=f"gateways on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
                       if gateway_cores and other_cores else "")
-    if other_cores:
-        os.sched_setaffinity(0, other_cores)
     namespace = f"bench-cache-{uuid.uuid4().hex[:12]}"
     cases = [Case(*spec) for spec in CASES]
     procs: list[subprocess.Popen | None] = []
-    with tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
+    with this_process_on(other_cores), tempfile.TemporaryDirectory(prefix="bench-cache-") as folder:
         tmp = Path(folder)
         try:
             upstream_port = free_port()

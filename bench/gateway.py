@@ -53,7 +53,7 @@ from pathlib import Path
 from bench import litellm, processes
 from bench.docs_section import machine_env
 from bench.load import Case, percentile, run_rounds, warm
-from bench.processes import free_port, http_json, log_tail, pinned_to, stop, tree_rss_mib
+from bench.processes import free_port, http_json, log_tail, pinned_to, stop, this_process_on, tree_rss_mib
 from bench.zero_delay_upstream import UPSTREAM_KEY, openai_body, systemone_body
 
 __all__ = ["percentile", "run", "main"]  # percentile: bench/router.py reads it from here
@@ -289,11 +289,9 @@ def run(modes: tuple[str, ...] = MODES, sequential: int = 1000, concurrent: int 
         pinned=f"gateway on core {min(gateway_cores)}, upstream and client on core {min(other_cores)}"
         if gateway_cores and other_cores else "")
     venv = litellm.prepare(litellm_venv, install=install) if litellm_venv is not None else None
-    if other_cores:
-        os.sched_setaffinity(0, other_cores)
     runs = []
     upstream = None
-    with tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
+    with this_process_on(other_cores), tempfile.TemporaryDirectory(prefix="bench-gateway-") as tmp:
         try:
             port = free_port()
             upstream = subprocess.Popen([sys.executable, "-m", "bench.zero_delay_upstream", str(port)], cwd=ROOT,

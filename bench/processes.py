@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -89,6 +91,21 @@ def pinned_to(cores: set[int] | None):
     if cores is None:
         return None
     return lambda: os.sched_setaffinity(0, cores)
+
+
+@contextmanager
+def this_process_on(cores: set[int] | None) -> Iterator[None]:
+    """This process (the load client) on ``cores`` for the block, then back where it was: a bench run as
+    a library (by its test, in a test worker) leaves its caller as it found it."""
+    if cores is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def descendants(pid: int) -> list[int]:
