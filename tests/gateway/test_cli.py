@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from gateway import __version__
+from tests.shared_state.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60.0
@@ -94,16 +95,21 @@ def test_help_names_the_options_and_the_backend_subcommand():
 
 def test_a_real_start_prints_where_it_listens_and_the_model_count(tmp_path):
     config = write_config(tmp_path)
+    # a data directory of its own: the workers' one is shared by every gateway of the run (one SQLite file)
     running = Running("--config", str(config), "--host", "127.0.0.1", "--port", "0",
-                      env={**os.environ, "CLI_TEST_TS_KEY": "k"})
+                      env={**os.environ, "CLI_TEST_TS_KEY": "k", "DECISIONS_GATEWAY_DATA_DIR": str(tmp_path / "data")})
     try:
         loaded = running.wait_for(r"loaded (\d+) models \((\d+) deployments\)")
         assert loaded.groups() == ("2", "3")
         running.wait_for(r"no master key .*: every route is open")
         port = int(running.wait_for(r"listening on http://127\.0\.0\.1:(\d+)").group(1))
-        ready = httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=10)
-        assert ready.status_code == 200 and ready.json()["models"] == 2
-        assert [m["id"] for m in httpx.get(f"http://127.0.0.1:{port}/v1/models").json()["data"]] == ["jev", "luna"]
+        # It listens: it answers at once. Ready is what its checks say, each within 0.5 s (a SELECT 1 on
+        # the database, ...), which a loaded machine can miss: probe it as a load balancer would.
+        ready = wait_for(lambda: (r := httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=30))
+                         .status_code == 200 and r, START_TIMEOUT_S, "ready after it said where it listens")
+        assert ready.json()["models"] == 2
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=30).json()["data"]
+        assert [m["id"] for m in models] == ["jev", "luna"]
     finally:
         running.stop()
 
