@@ -79,7 +79,7 @@ def cache_config(fake_typesafe, fake_openai, fake_alias, fake_broken) -> dict:
             {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna", "api_key": OPENAI_KEY,
                                                        "api_base": f"{fake_openai.url}/v1", "timeout": 10}},
             jev("jev-cold", fake_typesafe, temperature=0),
-            jev("jev-cold-too", fake_typesafe, temperature=0, rpm=1000, timeout=5),  # same answers as jev-cold
+            jev("jev-cold-too", fake_typesafe, temperature=0, rpm=1000, timeout=30),  # same answers as jev-cold
             jev("jev-warm", fake_typesafe, temperature=0.7),
             jev("jev-other-key", fake_typesafe, api_key="ts-another-key-of-the-same-account"),
             jev("jev-split", fake_typesafe, max_questions=2),

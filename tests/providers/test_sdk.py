@@ -26,7 +26,7 @@ def openai():
 def test_sync_system_one(typesafe):
     typesafe.reset()
     response = decisions(model="typesafe/jev-latest", state=h.STATE, questions=h.S1_QUESTIONS,
-                         api_key="ts-sdk", api_base=typesafe.url, timeout=5,
+                         api_key="ts-sdk", api_base=typesafe.url, timeout=30,
                          extra_headers={"TypeSafe-Danger-Zone-Long-Context": "true", "X-Trace": "t1"})
     rec = typesafe.last
     assert rec.json == {"model": "jev-latest", "state": h.STATE, "questions": h.S1_QUESTIONS}
