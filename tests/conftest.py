@@ -22,12 +22,14 @@ from gateway.edge.app import create_app
 from gateway.state import GatewayState
 
 START_TIMEOUT_S = 30.0
-# Gateways under test keep their data (SQLite database, spend outbox, salt) in a folder of this run's own.
-os.environ.setdefault("DECISIONS_GATEWAY_DATA_DIR", tempfile.mkdtemp(prefix="decisions-gateway-tests-"))
-# The suite runs in several processes (pytest-xdist: gw0, gw1, ...). Each has its own Redis database
-# on the machine's Redis, so that no worker sees another's router state, counters or cache entries;
-# PostgreSQL databases are already per process (tests/db/conftest.py names them by a random run id).
+# The suite runs in several processes (pytest-xdist: gw0, gw1, ...), which inherit the controller's
+# environment. Gateways under test keep their data (SQLite database, spend outbox, salt) in a folder
+# of their worker's own; each worker has its own Redis database on the machine's Redis, so that no
+# worker sees another's router state, counters or cache entries; PostgreSQL databases are already per
+# process (tests/db/conftest.py names them by a random run id).
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER or "DECISIONS_GATEWAY_DATA_DIR" not in os.environ:
+    os.environ["DECISIONS_GATEWAY_DATA_DIR"] = tempfile.mkdtemp(prefix=f"decisions-gateway-tests-{_WORKER}")
 if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
     os.environ.setdefault("DECISIONS_GATEWAY_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{1 + int(_WORKER[2:]) % 15}")
     # One torch thread per worker (and per gateway or backend process a test starts): the workers
