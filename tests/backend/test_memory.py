@@ -1,4 +1,5 @@
-"""The backend's memory: one copy of the weights, no per-row copies of a shared prefix's keys and values,
+"""The backend's memory: the weight matrices held as the GGUF's blocks (dequantised to the converted file's exact
+fp32 values), no per-row copies of a shared prefix's keys and values,
 the conversion's leftovers kept out of the serving process, freed memory handed back when the queue empties.
 Deterministic checks of structure (storages, views, which process converts), never of RSS or time."""
 
@@ -10,10 +11,14 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
+from torch import nn
 
 from backend import engine as engine_module
 from backend import loading, scoring
 from backend.engine import ScoringEngine
+from backend.quantized import QuantizedEmbedding, QuantizedLinear
 from backend.scoring import Scorer
 from tests.backend.test_engine import QUESTIONS, rows_for
 
@@ -72,12 +77,42 @@ def test_sharing_the_prefix_gives_the_same_scores_as_per_row_copies(decider, ser
         assert a == pytest.approx(b, abs=1e-5)
 
 
-def test_the_loaded_model_holds_one_copy_of_its_weights_mapped_from_the_file(service):
+def test_the_served_matrices_are_held_as_gguf_blocks_the_embedding_and_lm_head_as_one(service):
     model = service.loaded.model
-    params = list(model.parameters())  # tied weights are listed once
+    assert not [name for name, m in model.named_modules() if isinstance(m, (nn.Linear, nn.Embedding))]
+    linears = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    assert len(linears) == 7 * model.config.num_hidden_layers + 1  # every projection, and the LM head
+    embedding, head = model.get_input_embeddings(), model.get_output_embeddings()
+    assert isinstance(embedding, QuantizedEmbedding) and head.qweight is embedding.qweight  # tied: one copy
+    blocks = {id(m.qweight): m.qweight for m in model.modules() if isinstance(m, (QuantizedLinear,
+                                                                                    QuantizedEmbedding))}
+    for weight in blocks.values():
+        assert weight.kind in ("Q8_0", "Q4_1") and weight.values.element_size() == 1
+        assert weight.scale.dtype == torch.float16
+    # what stays a parameter is small (norms): nothing of the size of a matrix is held in fp32
+    assert max(p.numel() for p in model.parameters()) == model.config.hidden_size
+    assert service.loaded.extras["quantized_matrices"] == len(blocks)
+
+
+def test_the_dequantized_matrices_equal_the_converted_fp32_weights_exactly(service):
+    model = service.loaded.model
+    converted = load_file(Path(service.loaded.source) / "model.safetensors")
+    seen = 0
+    for name, module in model.named_modules():
+        if isinstance(module, (QuantizedLinear, QuantizedEmbedding)):
+            key = "model.embed_tokens.weight" if module is model.get_output_embeddings() else f"{name}.weight"
+            assert torch.equal(module.qweight.dequantize(), converted[key]), name
+            seen += 1
+    assert seen == 7 * model.config.num_hidden_layers + 2
+    ids = torch.tensor([[0, 17, 49151], [5, 5, 300]])
+    assert torch.equal(model.get_input_embeddings()(ids), converted["model.embed_tokens.weight"][ids])
+
+
+def test_the_other_parameters_are_read_in_place_from_the_mapped_file(service):
+    model = service.loaded.model
+    params = list(model.parameters())
     storages = {p.untyped_storage().data_ptr() for p in params}
     assert len(storages) == len(params)  # no parameter shares, or duplicates, another's storage
-    assert model.get_input_embeddings().weight.data_ptr() == model.get_output_embeddings().weight.data_ptr()
     weights = str(Path(service.loaded.source) / "model.safetensors")
     mapped = []
     for line in Path("/proc/self/maps").read_text().splitlines():
