@@ -75,10 +75,20 @@ def questions(count: int) -> list[QuestionSpec]:
     return out
 
 
+def dense_weights(decoder) -> int:
+    """The weights each token meets in the decoder, the embedding aside: every linear layer's in x out,
+    whether its matrix is a parameter or held quantized (backend/quantized.py), and the other parameters
+    (norms, biases)."""
+    linears = [m for m in decoder.modules() if hasattr(m, "in_features") and hasattr(m, "out_features")]
+    matrices = {id(m.weight) for m in linears if isinstance(getattr(m, "weight", None), torch.nn.Parameter)}
+    rest = sum(p.numel() for n, p in decoder.named_parameters() if "embed" not in n and id(p) not in matrices)
+    return sum(m.in_features * m.out_features for m in linears) + rest
+
+
 def layer_flops(model, new_tokens: int, context_before: int) -> float:
     """Forward FLOPs of the decoder for ``new_tokens`` tokens after ``context_before`` cached ones."""
     cfg = model.config
-    dense = sum(p.numel() for n, p in model.get_decoder().named_parameters() if "embed" not in n)
+    dense = dense_weights(model.get_decoder())
     hidden = cfg.num_attention_heads * getattr(cfg, "head_dim", cfg.hidden_size // cfg.num_attention_heads)
     # QK^T and AV: each new token t attends to context_before + t + 1 positions, 2 matmuls x 2 FLOPs.
     attended = new_tokens * context_before + new_tokens * (new_tokens + 1) / 2
@@ -206,7 +216,7 @@ def format_row(r: dict, peak: float) -> str:
 
 INTRO = (
     "*Ours*: prompts rendered and label-checked, the shared prefix (template head + input) run once, every "
-    "question's remaining tokens in one right-padded batch on a copy of its KV cache, LM head only at each "
+    "question's remaining tokens in one right-padded batch reading its KV cache as shared views, LM head only at each "
     "last position. *Naive*: each question one full forward with logits at every position. GFLOP/s count "
     "useful FLOPs (decoder matmuls + attention + LM head rows actually needed by each method; padding not "
     "counted). One subsection per device kind; each run replaces its own. Timings on a shared machine vary "
