@@ -28,9 +28,10 @@ import redis.asyncio as aioredis
 
 from bench.docs_section import machine_env, replace_section
 from bench.shared_state import Case as Timing  # a label and its latencies, with percentiles
+from bench.shared_state import redis_state
 from gateway.admission.admission import Admission
 from gateway.auth.records import Identity, Limits
-from gateway.shared_state import FailoverState, MemoryState, RedisState, SharedState
+from gateway.shared_state import FailoverState, MemoryState, SharedState
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -74,15 +75,15 @@ async def measure(backend: str, admission: Admission, n: int, warmup: int) -> li
     return cases
 
 
-async def run_async(n: int, warmup: int, redis_url: str) -> Results:
+async def run_async(n: int, warmup: int, redis_url: str, timeout_s: float | None = None) -> Results:
     prefix = f"bench:admission:{uuid.uuid4().hex}:"
     env = machine_env(redis_py=redis.__version__, calls=n, warmup=warmup)
     cases: list[Timing] = []
     memory = MemoryState()
     cases += await measure("memory", Admission(memory, prefix=prefix), n, warmup)
     await memory.close()
-    plain = RedisState(redis_url)
-    shared: SharedState = FailoverState(RedisState(redis_url), MemoryState())
+    plain = redis_state(redis_url, timeout_s)
+    shared: SharedState = FailoverState(redis_state(redis_url, timeout_s), MemoryState())
     try:
         admin = aioredis.Redis.from_url(redis_url)
         try:
@@ -99,8 +100,8 @@ async def run_async(n: int, warmup: int, redis_url: str) -> Results:
     return Results(cases, env)
 
 
-def run(n: int = 3000, warmup: int = 300, redis_url: str = REDIS_URL) -> Results:
-    return asyncio.run(run_async(n, warmup, redis_url))
+def run(n: int = 3000, warmup: int = 300, redis_url: str = REDIS_URL, timeout_s: float | None = None) -> Results:
+    return asyncio.run(run_async(n, warmup, redis_url, timeout_s))
 
 
 def section(results: Results) -> str:

@@ -96,7 +96,15 @@ async def raw_round_trip_us(redis_url: str, n: int, warmup: int) -> float:
     return Case("raw", "PING", latencies).percentile(50)
 
 
-async def run_async(n: int, warmup: int, redis_url: str) -> Results:
+def redis_state(url: str, timeout_s: float | None = None) -> RedisState:
+    """A RedisState with the gateway's timeouts, or ``timeout_s`` for each of them (a bench's test on a
+    loaded machine gives it the Redis tests' generous ones; the gateway's 0.25 s is for production)."""
+    if timeout_s is None:
+        return RedisState(url)
+    return RedisState(url, connect_timeout_s=timeout_s, socket_timeout_s=timeout_s, pool_timeout_s=timeout_s)
+
+
+async def run_async(n: int, warmup: int, redis_url: str, timeout_s: float | None = None) -> Results:
     prefix = f"bench:shared-state:{uuid.uuid4().hex}:"
     admin = aioredis.Redis.from_url(redis_url)
     try:
@@ -110,8 +118,8 @@ async def run_async(n: int, warmup: int, redis_url: str) -> Results:
     memory = MemoryState()
     cases += await measure("memory", memory, prefix, n, warmup)
     await memory.close()
-    plain = RedisState(redis_url)
-    failover = FailoverState(RedisState(redis_url), MemoryState())
+    plain = redis_state(redis_url, timeout_s)
+    failover = FailoverState(redis_state(redis_url, timeout_s), MemoryState())
     try:
         cases += await measure("redis", plain, prefix, n, warmup)
         cases += await measure("failover over redis", failover, prefix, n, warmup)
@@ -123,8 +131,8 @@ async def run_async(n: int, warmup: int, redis_url: str) -> Results:
     return Results(cases, env)
 
 
-def run(n: int = 3000, warmup: int = 300, redis_url: str = REDIS_URL) -> Results:
-    return asyncio.run(run_async(n, warmup, redis_url))
+def run(n: int = 3000, warmup: int = 300, redis_url: str = REDIS_URL, timeout_s: float | None = None) -> Results:
+    return asyncio.run(run_async(n, warmup, redis_url, timeout_s))
 
 
 def section(results: Results) -> str:

@@ -12,7 +12,7 @@ IDENTITIES = ["key: rpm + budget", "key + team: rpm, tpm, parallel, budget", "ma
 
 
 def test_the_benchmark_measures_every_identity_and_rewrites_only_its_own_section(tmp_path):
-    results = bench.run(n=20, warmup=2, redis_url=REDIS_URL)
+    results = bench.run(n=20, warmup=2, redis_url=REDIS_URL, timeout_s=2)  # the Redis tests' timeouts
     assert [(c.backend, c.call) for c in results.cases] == [(b, i) for b in BACKENDS for i in IDENTITIES]
     assert all(len(c.latencies_us) == 20 and min(c.latencies_us) > 0 for c in results.cases)
     assert results.env["degraded"] is False
