@@ -48,6 +48,7 @@ from bench.processes import (  # noqa: E402
     pinning,
     rss_mib,
     stop,
+    this_process_on,
     wait_for_http,
 )
 
@@ -207,14 +208,13 @@ def run(codes: list[tuple[str, Path]], *, first_run: bool = False, waves: int = 
             raise FileNotFoundError(f"{code} holds no backend/ and gateway/ packages to measure")
     pins = pinning(pin)
     cores, client_cores = pins if pins else (None, None)
-    if client_cores:
-        os.sched_setaffinity(0, client_cores)
     cases = [Case(label, code) for label, code in codes]
     if first_run:
         cases += [Case(label, code, first_run=True) for label, code in codes]
-    for case in cases:
-        measure(case, waves, cores, settle, timeout)
-        print(progress_line(case), flush=True)
+    with this_process_on(client_cores):
+        for case in cases:
+            measure(case, waves, cores, settle, timeout)
+            print(progress_line(case), flush=True)
     reference = next((c for c in cases if not c.error), None)
     for case in cases:
         if reference is not None and not case.error:

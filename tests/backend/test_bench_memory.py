@@ -12,7 +12,7 @@ def test_the_benchmark_reads_the_gateways_memory_and_rewrites_only_its_own_secti
     # question costs the CPU model a forward (the bench's own waves are 8 and 24 questions).
     monkeypatch.setattr(bench, "WAVE", (bench.request(2, bench.TICKET), bench.request(3, bench.TICKET)))
     results = bench.run([("this tree", bench.ROOT), ("again", bench.ROOT)], waves=1, settle=0.2,
-                        pin=False)  # pinning moves this process (a test worker) onto one core for good
+                        pin=False)  # in a test worker, beside the suite: no core to give each side
     first, again = results.cases
     for case in results.cases:
         assert not case.error, case.error
