@@ -329,4 +329,8 @@ def announce(text: str, *, error: bool = False) -> None:
     if json_mode():
         START_LOG.log(logging.ERROR if error else logging.INFO, text)
     else:
-        print(REDACT(text), file=sys.stderr if error else sys.stdout, flush=True)
+        # One write of the whole line: under PYTHONUNBUFFERED, print() writes the text and its newline
+        # separately, and a log line from the writer thread (on stderr, often the same pipe) lands between.
+        stream = sys.stderr if error else sys.stdout
+        stream.write(REDACT(text) + "\n")
+        stream.flush()
