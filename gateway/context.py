@@ -27,6 +27,7 @@ class RequestContext:
     request_id: str
     route: str  # the path it came in on, e.g. /v1/systemone
     wire: WireModule
+    passthrough: bool = False  # a pass-through route: the key needs its allowed_passthrough_routes grant
     # read and decode
     source: Any = None  # where the body comes from: a Starlette Request (None: ``raw`` is given)
     json_only: bool = False  # a JSON route: Content-Type must be JSON (or multipart where allowed)

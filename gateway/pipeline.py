@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gateway.admission.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
+from gateway.auth.routes import check_route_allowed
 from gateway.cache.steps import cache_lookup, cache_merge
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.config.registry import ModelRegistry
@@ -186,9 +187,11 @@ class Pipeline:
 async def authenticate(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The caller's key (``Authorization: Bearer``, ``x-api-key`` or ``api-key``) -> identity, before
     the body is read: 401 for a missing or unknown key, 403 for a blocked or expired one. Without a
-    master key every route is open (the anonymous identity)."""
+    master key every route is open (the anonymous identity). A key may call only the routes its
+    ``allowed_routes`` / ``allowed_passthrough_routes`` grant (gateway/auth/routes.py): 403 otherwise."""
     if pipeline.auth is not None and ctx.source is not None:
         ctx.identity = await pipeline.auth.resolve_headers(ctx.source.headers)
+        check_route_allowed(ctx.identity, ctx.route, passthrough=ctx.passthrough)
 
 
 async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
@@ -261,7 +264,7 @@ async def decode(pipeline: Pipeline, ctx: RequestContext) -> None:
 async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The model group must exist; the body is validated by the caller's wire into the IR."""
     assert ctx.body is not None
-    ctx.model_group = check_model(ctx.body.json, pipeline.registry)
+    ctx.model_group = check_model(ctx.body.json, pipeline.registry, getattr(ctx.identity, "models", None))
     pipeline.registry.require_group(ctx.model_group)
     req = await pipeline.heavy.run(parse_body, ctx, pipeline.limits) if ctx.heavy \
         else parse_body(ctx, pipeline.limits)
@@ -429,9 +432,11 @@ def parse_body(ctx: RequestContext, limits: RequestLimits | None) -> DecisionReq
     return ctx.wire.parse_request(ctx.body.json, limits, ctx.body.parts or None)
 
 
-def check_model(body: Mapping[str, Any], registry: ModelRegistry) -> str:
-    """The requested model: a string naming a configured model group."""
-    listing = f"The configured models are: {registry.listing}."
+def check_model(body: Mapping[str, Any], registry: ModelRegistry, allowed: frozenset[str] | None = None) -> str:
+    """The requested model: a string naming a configured model group. The errors list the models the
+    caller may use (``allowed``: its key's and team's; None: every configured one)."""
+    listing = f"The configured models are: {registry.listing}." if allowed is None else \
+        f"This key's models are: {', '.join(name for name in registry.names if name in allowed) or 'none'}."
     model = body.get("model")
     if model is None or (isinstance(model, str) and not model.strip()):
         raise RequestInvalid(f"model is required. {listing}", loc=MODEL, schema=True, code="missing_model")

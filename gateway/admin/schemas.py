@@ -2,7 +2,7 @@
 
 Every field is bounded: strings by length and alphabet, lists by count, numbers non-negative and
 finite, ``metadata`` by its JSON size. Unknown fields are refused by name, so a LiteLLM field this
-gateway does not act on (``user_id``, ``allowed_routes``, ...) is never silently accepted.
+gateway does not act on (``user_id``, ``aliases``, ...) is never silently accepted.
 A key appears in a response only as ``key`` of ``GenerateKeyResponse`` (creation and regeneration).
 """
 
@@ -49,6 +49,9 @@ Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)]
 Limit = Annotated[int, Field(ge=0, le=MAX_LIMIT)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 Models = Annotated[list[ModelName], Field(max_length=MAX_MODELS)]
+# A route path (``/typesafe/v1/systemone``, ``/typesafe``, ``/typesafe/v1/*``): gateway/auth/routes.py matches it.
+RoutePath = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^/[\x21-\x7e]*$")]
+Routes = Annotated[list[RoutePath], Field(max_length=MAX_MODELS)]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 
 
@@ -67,6 +70,10 @@ class LimitFields(Strict):
     max_parallel_requests: Limit | None = None
     metadata: Metadata | None = None
     blocked: bool | None = None
+    allowed_routes: Routes | None = Field(None, description="Routes it may call; empty: every decision route")
+    allowed_passthrough_routes: Routes | None = Field(
+        None, description="Pass-through routes it may call (/typesafe, /laya, /bespoke); empty: none "
+                          "(a key without its own takes its team's)")
 
 
 class KeyFields(LimitFields):
@@ -133,6 +140,8 @@ class LimitInfo(BaseModel):
     max_parallel_requests: int | None
     blocked: bool
     metadata: dict[str, Any]
+    allowed_routes: list[str] = Field(default_factory=list)
+    allowed_passthrough_routes: list[str] = Field(default_factory=list)
     created_at: datetime | None
     updated_at: datetime | None
 

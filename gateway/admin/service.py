@@ -58,8 +58,9 @@ def _limit_columns(req: schemas.LimitFields, now: datetime, *, only_set: bool) -
     for name in ("max_budget", "tpm_limit", "rpm_limit", "max_parallel_requests"):
         if name in given:
             values[name] = getattr(req, name)
-    if "models" in given:
-        values["models"] = list(req.models or [])
+    for name in ("models", "allowed_routes", "allowed_passthrough_routes"):
+        if name in given:
+            values[name] = list(getattr(req, name) or [])
     if "metadata" in given:
         values["metadata"] = dict(req.metadata or {})
     if "blocked" in given and (req.blocked is not None or not only_set):
@@ -231,7 +232,9 @@ def _limit_info(record: KeyRecord | TeamRecord) -> dict[str, Any]:
             "budget_duration": limits.budget_duration, "budget_reset_at": limits.budget_reset_at,
             "spend": limits.spend, "tpm_limit": limits.tpm_limit, "rpm_limit": limits.rpm_limit,
             "max_parallel_requests": limits.max_parallel_requests, "blocked": record.blocked,
-            "metadata": dict(record.metadata), "created_at": record.created_at, "updated_at": record.updated_at}
+            "metadata": dict(record.metadata), "created_at": record.created_at, "updated_at": record.updated_at,
+            "allowed_routes": list(record.allowed_routes),
+            "allowed_passthrough_routes": list(record.allowed_passthrough_routes)}
 
 
 def key_info(record: KeyRecord) -> schemas.KeyInfo:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gateway.auth.routes import RouteGrants
 from gateway.utc import utc
 
 ALL_MODELS = frozenset({"*", "all-proxy-models"})
@@ -58,6 +59,8 @@ class KeyRecord:
     tags: tuple[str, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    allowed_routes: tuple[str, ...] = ()  # LiteLLM's: empty, every decision route; else only these
+    allowed_passthrough_routes: tuple[str, ...] = ()  # the pass-throughs it may call (none when empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,8 @@ class TeamRecord:
     limits: Limits = NO_LIMITS
     blocked: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    allowed_routes: tuple[str, ...] = ()
+    allowed_passthrough_routes: tuple[str, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -90,6 +95,7 @@ class Identity:
     tags: tuple[str, ...] = ()
     is_master: bool = False
     team_metadata: Mapping[str, Any] = field(default_factory=dict)  # the team's (its ``cache`` switch)
+    routes: RouteGrants = field(default_factory=RouteGrants)  # the routes it may call (routes.py)
 
     @classmethod
     def master(cls, key_hash: str | None = None) -> Identity:
@@ -109,6 +115,8 @@ class Identity:
             blocked=key.blocked or bool(team and team.blocked),
             expires=utc(key.expires) if key.expires is not None else None,
             metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
+            routes=RouteGrants.of(key.allowed_routes, key.allowed_passthrough_routes,
+                                  team.allowed_routes if team else (), team.allowed_passthrough_routes if team else ()),
         )
 
     @property

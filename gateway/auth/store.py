@@ -45,13 +45,22 @@ def key_record(row: VerificationToken) -> KeyRecord:
     return KeyRecord(token=row.token, key_alias=row.key_alias, key_prefix=row.key_prefix, team_id=row.team_id,
                      models=tuple(row.models or ()), limits=_limits(row), expires=row.expires,
                      blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}), tags=tuple(row.tags or ()),
-                     created_at=row.created_at, updated_at=row.updated_at)
+                     created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
 
 
 def team_record(row: Team) -> TeamRecord:
     return TeamRecord(team_id=row.team_id, team_alias=row.team_alias, models=tuple(row.models or ()),
                       limits=_limits(row), blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}),
-                      created_at=row.created_at, updated_at=row.updated_at)
+                      created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
+
+
+def _routes(row: VerificationToken | Team) -> dict[str, tuple[str, ...]]:
+    """The route grants; anything but strings (written by hand into the table) grants nothing."""
+    out = {}
+    for name in ("allowed_routes", "allowed_passthrough_routes"):
+        value = getattr(row, name)
+        out[name] = tuple(entry for entry in value if isinstance(entry, str)) if isinstance(value, list) else ()
+    return out
 
 
 def _columns(values: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:

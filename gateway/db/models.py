@@ -90,6 +90,9 @@ class Team(Base):
     blocked: Mapped[bool] = mapped_column(sa.Boolean(), default=False, server_default=sa.false())
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
+    allowed_routes: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    allowed_passthrough_routes: Mapped[list[str]] = mapped_column(JSONType, default=list,
+                                                                  server_default=sa.text("'[]'"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())
@@ -121,6 +124,9 @@ class VerificationToken(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column(
         "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
     tags: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    allowed_routes: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    allowed_passthrough_routes: Mapped[list[str]] = mapped_column(JSONType, default=list,
+                                                                  server_default=sa.text("'[]'"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
     updated_at: Mapped[datetime] = mapped_column(
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())

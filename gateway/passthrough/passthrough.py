@@ -9,8 +9,10 @@
   and logged.
 
 Settings are read once, when the gateway starts (``PassthroughSettings``). Requests go through
-``Pipeline.run`` with the steps ``relay`` and ``settle``, so the record step (and what later joins
-it: auth, spend, metrics) covers them as it covers the decision routes. The upstream's status and
+``Pipeline.run``: the key and its pass-through grant (``authenticate``), the model it names and the
+key's limits and budget (gateway/passthrough/admit.py: ``authorize``, ``admit``, ``settle``), then
+``relay`` and ``price``, so a key keeps its promises here as on the decision routes, and the record
+step (spend, metrics) covers them too. The upstream's status and
 body come back as they are (except the gateway's key, blanked out should an upstream echo it);
 gateway-side failures (not configured, unreachable) answer in System One's ``{"detail": {...}}``
 envelope.
@@ -29,6 +31,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.context import RequestContext
+from gateway.passthrough import admit as keys
+from gateway.passthrough.admit import TYPESAFE_DEFAULT_MODEL, named_model
 from gateway.passthrough.policy import (
     check_method,
     forwarded_request_headers,
@@ -46,7 +50,6 @@ from translators.errors import DecisionError, UpstreamError
 log = logging.getLogger("gateway.passthrough")
 
 TYPESAFE_DEFAULT_BASE = "https://api.typesafe.ai"
-TYPESAFE_DEFAULT_MODEL = "jev-latest"
 COST_HEADER = "x-decisions-response-cost"
 PASSTHROUGH_TIMEOUT_S = 120.0
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ ROUTES = [
 async def _passthrough(request: Request, target: Target, url_for, *, priced: bool = False) -> Response:
     pipeline: Pipeline = request.app.state.gateway.pipeline
     ctx = RequestContext(request_id=request.scope["state"]["request_id"], route=request.scope["path"],
-                         wire=systemone_wire, source=request, json_only=request.method == "POST",
+                         wire=systemone_wire, passthrough=True, source=request, json_only=request.method == "POST",
                          content_type=request.headers.get("content-type"),
                          content_encoding=request.headers.get("content-encoding"))
     ctx.extra.update(target=target, url_for=url_for, method=request.method, client_headers=request.headers)
@@ -150,10 +153,10 @@ async def relay(pipeline: Pipeline, ctx: RequestContext) -> None:
     ctx.extra["upstream_response"] = resp
     ctx.status = resp.status
     ctx.content = without_key(resp.body, target.key)
-    ctx.headers = relayed_response_headers(resp.headers, [target.key])
+    ctx.headers = {**ctx.headers, **relayed_response_headers(resp.headers, [target.key])}
 
 
-async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
+async def price(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The price of a successful TypeSafe decision, in the cost header and the log."""
     requested = requested_model(ctx.raw)
     ctx.model_group = f"typesafe/{requested}"
@@ -170,8 +173,9 @@ async def allow(pipeline: Pipeline, ctx: RequestContext) -> None:
     check_method(ctx.extra["method"])
 
 
-RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, relay)
-PRICED_RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, relay, settle)
+RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, keys.authorize, keys.admit, relay, keys.settle)
+PRICED_RELAY_STEPS: tuple[Step, ...] = (authenticate, allow, read, keys.authorize, keys.admit, relay, price,
+                                        keys.settle)
 
 
 # ---- helpers ------------------------------------------------------------------------------------------
@@ -186,11 +190,7 @@ def without_key(body: bytes, key: str | None) -> bytes:
 
 def requested_model(body: bytes, default: str = TYPESAFE_DEFAULT_MODEL) -> str:
     """The model a JSON request asked for (``default`` when it names none or is not JSON)."""
-    try:
-        model = json.loads(body).get("model")
-    except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):  # nested past the parser's stack
-        model = None
-    return model[:200] if isinstance(model, str) and model else default
+    return named_model(body, default)
 
 
 def typesafe_cost(resp: UpstreamResponse, requested: str = TYPESAFE_DEFAULT_MODEL) -> float | None:
