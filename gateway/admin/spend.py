@@ -8,7 +8,7 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from gateway.admin import schemas
 from gateway.admin.common import AdminRoute, MasterAdmin, pages
@@ -21,7 +21,7 @@ router = APIRouter(route_class=AdminRoute, tags=["spend"])
 MAX_SPEND_PAGE = 1000
 REPORT_DAYS = 30  # the report's span when no start_date is given
 RequestId = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
-When = dt.date | dt.datetime
+When = Annotated[dt.date | dt.datetime, AfterValidator(queries.in_range)]  # 400 naming the field when out of range
 
 
 class SpendLogRow(BaseModel):
@@ -72,7 +72,7 @@ def _check_span(start: When | None, end: When | None) -> None:
         raise RequestInvalid("start_date is after end_date.", ("start_date",), code="invalid_value")
 
 
-def _as_date(value: When) -> dt.date:
+def _as_date(value: dt.date | dt.datetime) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
 
 
@@ -111,7 +111,8 @@ async def spend_report(admin: MasterAdmin,
                        team_id: Annotated[schemas.TeamId | None, Query()] = None) -> list[SpendReportEntry]:
     today = dt.datetime.now(dt.UTC).date()
     end = end_date or today
-    start = start_date or (_as_date(end) - dt.timedelta(days=REPORT_DAYS - 1))
+    last = _as_date(end)
+    start = start_date or last - dt.timedelta(days=min(REPORT_DAYS - 1, (last - queries.EARLIEST).days))
     _check_span(start, end)
     entries: list[dict[str, Any]] = await queries.spend_report(
         admin.db, start_date=start, end_date=end, group_by="key" if group_by == "api_key" else group_by,

@@ -3,13 +3,14 @@
 Every filter is a bound parameter of a SQLAlchemy expression; no SQL text is built from input.
 Dates: a ``date`` (or ``"YYYY-MM-DD"``) is a whole UTC day, so ``end_date=2026-11-30`` includes that day;
 a ``datetime`` (or an ISO string with a time) is that instant, ``start_date`` inclusive and ``end_date``
-inclusive. A bad value is a ``ValueError`` naming the parameter.
+inclusive. A bad value is a ``ValueError`` naming the parameter, and so is one whose UTC day lies outside
+``EARLIEST`` .. ``LATEST`` (``in_range``: beyond them a day's end or a time's offset cannot be computed).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
 
@@ -22,6 +23,27 @@ from gateway.utc import utc
 MAX_PAGE_SIZE = 1000
 GroupBy = Literal["day", "model", "model_group", "team", "key"]
 GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key")
+EARLIEST, LATEST = dt.date(1, 1, 2), dt.date(9999, 12, 30)
+When = TypeVar("When", dt.date, dt.datetime)
+
+
+def in_range(value: When) -> When:
+    """``value`` when its UTC day lies from ``EARLIEST`` to ``LATEST``, else ``ValueError`` (the rule, not the
+    name: the caller names the parameter)."""
+    try:
+        day = utc(value).date() if isinstance(value, dt.datetime) else value
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is in year 10000 in UTC
+        day = None
+    if day is None or not EARLIEST <= day <= LATEST:
+        raise ValueError(f"is out of range: give a day from {EARLIEST} to {LATEST} (UTC)")
+    return value
+
+
+def _checked(value: When, name: str) -> When:
+    try:
+        return in_range(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _moment(value: dt.date | dt.datetime | str | None, name: str, *, end: bool) -> tuple[dt.datetime, bool] | None:
@@ -35,16 +57,16 @@ def _moment(value: dt.date | dt.datetime | str | None, name: str, *, end: bool) 
         except ValueError:
             raise ValueError(f"{name}: not a date (YYYY-MM-DD) or an ISO 8601 time: {value!r}") from None
     if isinstance(value, dt.datetime):
-        return utc(value), True
+        return utc(_checked(value, name)), True
     if isinstance(value, dt.date):
-        day = value + dt.timedelta(days=1) if end else value
+        day = _checked(value, name) + dt.timedelta(days=1) if end else _checked(value, name)
         return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC), not end
     raise ValueError(f"{name}: not a date: {value!r}")
 
 
 def _day(value: dt.date | dt.datetime | str, name: str) -> dt.date:
     if isinstance(value, dt.datetime):
-        return (value if value.tzinfo is None else value.astimezone(dt.UTC)).date()
+        return utc(_checked(value, name)).date()
     if isinstance(value, dt.date):
         return value
     if isinstance(value, str):
@@ -53,6 +75,16 @@ def _day(value: dt.date | dt.datetime | str, name: str) -> dt.date:
         except ValueError:
             raise ValueError(f"{name}: not a date (YYYY-MM-DD): {value!r}") from None
     raise ValueError(f"{name}: not a date: {value!r}")
+
+
+async def keys_with_alias_like(db: Database, alias: str, limit: int = 2) -> list[str]:
+    """The ids of keys whose alias is ``alias`` ignoring case and surrounding spaces (the ASCII letters' case
+    on SQLite, whose ``lower`` folds only those; every letter's on PostgreSQL)."""
+    c = verification_tokens.c
+    query = (sa.select(c.token).where(sa.func.lower(sa.func.trim(c.key_alias)) == sa.func.lower(alias.strip()))
+             .limit(limit))
+    async with db.engine.connect() as conn:
+        return [row[0] for row in (await conn.execute(query)).all()]
 
 
 def _log_row(row: sa.Row[Any]) -> dict[str, Any]:
