@@ -59,6 +59,8 @@ GENERAL_SETTINGS = frozenset({
     "public_metrics", "otel_endpoint", "otel_service_name",
     # readiness while a dependency is down (gateway/health/readiness.py)
     "ready_while_db_down", "ready_while_redis_down",
+    # browser requests from other origins (gateway/edge/cross_site.py)
+    "allowed_origins",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

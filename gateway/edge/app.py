@@ -20,7 +20,8 @@ from gateway import __version__, reload
 from gateway.admin import admin_router
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, load_config
-from gateway.edge import info_routes, routes, ui, validate
+from gateway.edge import docs, info_routes, routes, slashes, ui, validate
+from gateway.edge.cross_site import CrossSiteGuard, CrossSitePolicy
 from gateway.edge.request_id import RequestIdMiddleware
 from gateway.health.routes import router as health_router
 from gateway.observability import logs, metrics_route
@@ -65,7 +66,7 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
             await state.upstream.close()
 
     app = GatewayApp(title="decisions-gateway", version=__version__, lifespan=lifespan,
-                     docs_url="/docs", redoc_url=None)
+                     docs_url=None, redoc_url=None)  # /docs: gateway/edge/docs.py
     app.state.gateway = state
     app.router.routes.extend(routes.ROUTES)
     app.router.routes.extend(validate.ROUTES)  # the server's checks without a call (the UI's playground)
@@ -76,7 +77,11 @@ def create_app(config: GatewayConfig | None = None, *, upstream: Upstream | None
     app.include_router(admin_router())
     app.include_router(reload.router)
     app.router.routes.extend(ui.ROUTES)  # the admin UI's static files at /ui
+    app.router.routes.extend(docs.ROUTES)  # Swagger UI from the package, under a CSP
+    slashes.install(app.router)  # the trailing-slash redirect, relative (never to the Host sent)
     app.add_middleware(RequestIdMiddleware)
+    spending = tuple(route.path.split("{")[0] for route in passthrough.ROUTES)  # every method may spend
+    app.guard(CrossSitePolicy.from_settings(config.general_settings, spending))
     return app
 
 
@@ -91,8 +96,16 @@ class GatewayApp(FastAPI):
         super().setup()
         self._fast_paths = routes.APPS
         self._not_allowed_app = RequestIdMiddleware(not_allowed_in_openai_envelope)
+        self._entry = self._route
+
+    def guard(self, policy: CrossSitePolicy) -> None:
+        """Browser requests from other origins are refused before any route runs (gateway/edge/cross_site.py)."""
+        self._entry = CrossSiteGuard(self._route, policy)
 
     async def __call__(self, scope, receive, send) -> None:
+        await self._entry(scope, receive, send)
+
+    async def _route(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._fast_paths:
             scope["app"] = self
             await self._fast_paths[scope["path"]](scope, receive, send)

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -127,9 +128,18 @@ def _expected_refusal(message, refusals: set[str]) -> bool:
 def browser_context(ui_gateway):
     """One browser per test module: Playwright's sync API keeps an event loop running in this thread
     while it is open, so it must be closed before the next module's asyncio tests run."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    with chromium() as context:
+        yield context
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    """Chromium with a profile of its own, removed afterwards: a Playwright browser context."""
+    from playwright.sync_api import sync_playwright
+
     profile = tempfile.mkdtemp(prefix="ui-chromium-")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
