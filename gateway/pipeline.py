@@ -276,13 +276,14 @@ async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
 async def route(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The router answers: it picks a deployment of the group (strategy, pre-call filter, cooldowns),
     and for each attempt runs gateway/upstream/call.py (build, send, parse, normalise), with retries,
-    fallbacks, hedging and the deadline around them."""
+    fallbacks (only those among the caller's models), hedging and the deadline around them."""
     assert ctx.req is not None and ctx.model_group is not None
     if not ctx.req.questions:  # the cache answered every question: no upstream call
         return
     deadline_ms = deadline_ms_of(ctx.deadline_header)
     try:
-        routed = await pipeline.router.route(ctx.req, ctx.model_group, deadline_ms)
+        routed = await pipeline.router.route(ctx.req, ctx.model_group, deadline_ms,
+                                             allowed=getattr(ctx.identity, "models", None))
     except UpstreamError as err:
         attempts = getattr(err, "attempts", None)
         if attempts is not None:  # the failed request's true counts go out with its error

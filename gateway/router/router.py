@@ -1,6 +1,9 @@
 """The router: a model group in, one answer out, whatever its deployments do.
 
     group chain     the group, then its fallbacks in order (``max_fallbacks``), each with its own retries
+    permissions     a fallback or capacity fallback outside the caller's models (``allowed``: its key's and
+                    team's) is never tried; the error names the ones skipped (a 403 when nothing the
+                    caller may use can take the request)
     pre-call filter deployments that cannot take the request are not picked; when none can, the
                     group's capacity fallbacks are tried, else the caller gets the capacity 400
     split           over the picked deployment's question limit; each chunk is routed, retried and
@@ -72,6 +75,25 @@ class _Tally:
     cooling_tried: bool = False
     fallbacks_tried: list[str] = field(default_factory=list)
     upstream_ms: float = 0.0
+    allowed: frozenset[str] | None = None  # the groups the caller may use (None: every one)
+    not_allowed: list[str] = field(default_factory=list)  # fallbacks skipped for the caller's permissions
+
+    def permits(self, group: str) -> bool:
+        if self.allowed is None or group in self.allowed:
+            return True
+        if group not in self.not_allowed:
+            self.not_allowed.append(group)
+        return False
+
+
+class FallbackNotAllowed(DecisionError):
+    """403: the group cannot take the request, and the fallbacks that could are not the caller's to use."""
+
+    def __init__(self, group: str, refusal: DecisionError, skipped: Sequence[str]):
+        names = ", ".join(f"'{name}'" for name in skipped)
+        super().__init__(status=403, message=f"{refusal.message} Model group '{group}' has capacity fallbacks "
+                                             f"({names}), but this key may not use them.",
+                         loc=refusal.loc, type="permission_error", code="fallback_not_allowed")
 
 
 class DeadlineExceeded(UpstreamError):
@@ -123,10 +145,12 @@ class Router:
 
     # ---- the request ------------------------------------------------------------------------------
 
-    async def route(self, req: DecisionRequest, group: str, deadline_ms: float | None = None) -> Routed:
+    async def route(self, req: DecisionRequest, group: str, deadline_ms: float | None = None, *,
+                    allowed: frozenset[str] | None = None) -> Routed:
+        """``allowed``: the model groups the caller may use (its key's and team's); None, every one."""
         group_policy = self.settings.policy(group)
         deadline_ms = deadline_ms if deadline_ms is not None else group_policy.deadline_ms
-        tally = _Tally()
+        tally = _Tally(allowed=allowed)
         if deadline_ms is None:
             return await self._chain(req, group, tally, None)
         deadline = time.monotonic() + deadline_ms / 1000.0
@@ -137,7 +161,8 @@ class Router:
 
     async def _chain(self, req: DecisionRequest, group: str, tally: _Tally, deadline: float | None) -> Routed:
         first_policy = self.settings.policy(group)
-        chain = [group, *first_policy.fallbacks[: self.settings.max_fallbacks]]
+        fallbacks = first_policy.fallbacks[: self.settings.max_fallbacks]
+        chain = [group, *(name for name in fallbacks if tally.permits(name))]
         last: UpstreamError | None = None
         for position, name in enumerate(chain):
             if position:
@@ -156,8 +181,13 @@ class Router:
         if tally.fallbacks_tried:
             tried = ", ".join(f"'{name}'" for name in tally.fallbacks_tried)
             fallbacks = f"Fallbacks attempted, in order: {tried}."
+        elif tally.not_allowed:
+            fallbacks = "No fallback was attempted."
         else:
             fallbacks = "No fallback was attempted (none is configured for this group)."
+        if tally.not_allowed:
+            skipped = ", ".join(f"'{name}'" for name in tally.not_allowed)
+            fallbacks += f" Not tried, as this key may not use them: {skipped}."
         err = UpstreamError(last.status, f"Model group '{group}' failed: {last.message} {fallbacks}",
                             provider=last.provider, type=last.type, code=last.code, headers=dict(last.headers),
                             retryable=last.retryable)
@@ -173,12 +203,17 @@ class Router:
             assert refusal is not None
             if capacity_chain:
                 for name in group_policy.capacity_fallbacks:
+                    if not tally.permits(name):
+                        continue
                     try:
                         routed = await self._group(req, name, tally, deadline, capacity_chain=False)
                     except Unsupported:
                         continue
                     tally.fallbacks_tried.append(name)
                     return routed
+                skipped = [name for name in group_policy.capacity_fallbacks if name in tally.not_allowed]
+                if skipped and self.refusal(req, group) is None:  # one the caller may not use could take it
+                    raise FallbackNotAllowed(group, refusal, skipped)
             raise refusal
         tally.cooling_tried = False
         first = await self._pick(group_policy, able, req, excluded=(), tally=tally)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from typesafe_sdk import TypeSafeClient
 
+from tests.admin_calls import admin_ok
 from tests.conftest import start_gateway
 from tests.fakes.selfhosted import FakeLaya
 from tests.fakes.typesafe import FakeTypeSafe
@@ -57,9 +58,7 @@ def gateway(upstream, laya, tmp_path_factory):
 
 
 def admin(gateway, path: str, body: dict) -> dict:
-    response = httpx.post(gateway.url + path, json=body, headers={"Authorization": f"Bearer {MASTER}"}, timeout=20)
-    assert response.status_code == 200, response.text
-    return response.json()
+    return admin_ok(gateway, MASTER, path, body)
 
 
 def key(gateway, **fields) -> str:
