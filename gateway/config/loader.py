@@ -3,7 +3,8 @@
 An existing LiteLLM config works as is: ``model_list`` (``model_name``, ``litellm_params``,
 ``model_info``), ``general_settings``, ``router_settings``, ``litellm_settings``; a value
 ``os.environ/NAME`` anywhere is read from the environment. Every problem fails the start with a
-``ConfigError`` naming the entry (``model_list[1].litellm_params.api_key``) and the rule.
+``ConfigError`` naming the entry (``model_list[1].litellm_params.api_key``) and the rule; a file that
+is not UTF-8, too large, or whose aliases expand too far (``config/yaml_bounds.py``) names the file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import yaml
 
 from gateway.config import keys as config_keys
 from gateway.config.errors import ConfigError
+from gateway.config.params import param_problem
+from gateway.config.yaml_bounds import MAX_CONFIG_BYTES, load_yaml
 from providers.base import Deployment
 from translators.errors import DecisionError
 
@@ -58,11 +61,15 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
         return build_config(DEFAULT_CONFIG, environ, source="<built-in default>")
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)  # past the bound load_yaml refuses it, without reading on
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(data)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: byte {exc.start} is 0x{data[exc.start]:02x} ({exc.reason}); "
+                          "save the file as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     return build_config(raw if raw is not None else {}, environ, source=str(path))
@@ -221,6 +228,9 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
         typed["timeout"] = _optional(router, "timeout", float, "router_settings") or 60.0
     _check_ranges(typed, where)
     _check_per_request_price(params, where)
+    problem = param_problem(params)
+    if problem:
+        raise ConfigError(f"{where}.litellm_params.{problem}")
     check_api_base(typed["api_base"], f"{where}.litellm_params.api_base")
     rest = {k: v for k, v in params.items() if k not in typed and k != "model"}
     dep = Deployment(
@@ -239,13 +249,18 @@ def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, st
 
 
 def _check_ranges(typed: dict, where: str) -> None:
-    """A timeout must be positive (0 would fail every call with a 504); prices and limits not negative."""
-    if typed["timeout"] <= 0:
+    """A timeout must be positive (0 would fail every call with a 504); prices and limits not negative; all
+    finite (a NaN price made every response's cost ``nan``)."""
+    import math
+
+    if not math.isfinite(typed["timeout"]) or typed["timeout"] <= 0:
         raise ConfigError(f"{where}.litellm_params.timeout: must be a positive number of seconds, "
                           f"got {typed['timeout']:g}")
     for key in ("input_cost_per_token", "output_cost_per_token", "rpm", "tpm"):
         if typed[key] is not None and typed[key] < 0:
             raise ConfigError(f"{where}.litellm_params.{key}: must not be negative, got {typed[key]!r}")
+        if typed[key] is not None and not math.isfinite(typed[key]):
+            raise ConfigError(f"{where}.litellm_params.{key}: must be a finite number, got {typed[key]!r}")
 
 
 def _check_per_request_price(params: dict, where: str) -> None:
@@ -313,7 +328,7 @@ def _optional(params: dict, key: str, kind: type, where: str):
         if kind is int and converted != float(value):
             raise TypeError
         return converted
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(.inf)
         shown = f"a value of type {type(value).__name__}" if key in SECRET_KEYS else repr(value)  # never echo a key
         raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {shown}") from None
 

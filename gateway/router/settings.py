@@ -10,6 +10,7 @@ per deployment from ``litellm_params`` (``num_retries``, ``hedge_after_ms``, ``w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,9 @@ DEFAULT_ALLOWED_FAILS = 3
 DEFAULT_COOLDOWN_S = 5.0
 DEFAULT_MAX_FALLBACKS = 5
 DEFAULT_LATENCY_TTL_S = 3600.0
+MAX_RETRIES = 20  # num_retries and retry_policy: each retry is one more upstream call
+MAX_COUNT = 10**6  # allowed_fails, max_fallbacks
+MAX_NUMBER = 1e9  # seconds, milliseconds, prices: finite, and far below where arithmetic on them overflows
 GROUP_KEYS = frozenset({"routing_strategy", "routing_strategy_args", "num_retries", "retry_policy", "allowed_fails",
                         "allowed_fails_policy", "cooldown_time", "hedge_after_ms", "deadline_ms", "timeout"})
 
@@ -126,7 +130,7 @@ def _group_values(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         out["lowest_latency_buffer"] = _number(args["lowest_latency_buffer"],
                                                f"{where}.routing_strategy_args.lowest_latency_buffer")
     if "num_retries" in raw:
-        out["num_retries"] = _int(raw["num_retries"], f"{where}.num_retries", 0)
+        out["num_retries"] = _int(raw["num_retries"], f"{where}.num_retries", 0, MAX_RETRIES)
     if "allowed_fails" in raw:
         out["allowed_fails"] = _int(raw["allowed_fails"], f"{where}.allowed_fails", 0)
     if "cooldown_time" in raw:
@@ -184,12 +188,14 @@ def _mapping(raw: Any, where: str) -> Mapping[str, Any]:
 
 
 def _number(raw: Any, where: str, positive: bool = False) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 0 or (positive and raw <= 0):
-        raise ValueError(f"{where}: must be a {'positive' if positive else 'non-negative'} number, got {raw!r}")
+    if (isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw) or raw < 0
+            or (positive and raw <= 0) or raw > MAX_NUMBER):
+        raise ValueError(f"{where}: must be a {'positive' if positive else 'non-negative'} number (finite, at most "
+                         f"{MAX_NUMBER:g}), got {raw!r}")
     return float(raw)
 
 
-def _int(raw: Any, where: str, minimum: int) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < minimum:
-        raise ValueError(f"{where}: must be an integer of at least {minimum}, got {raw!r}")
+def _int(raw: Any, where: str, minimum: int, maximum: int = MAX_COUNT) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or not minimum <= raw <= maximum:
+        raise ValueError(f"{where}: must be an integer of at least {minimum} and at most {maximum}, got {raw!r}")
     return raw
