@@ -5,7 +5,8 @@
 1. the admin API is on only with a master key (``general_settings.master_key`` or
    ``DECISIONS_GATEWAY_MASTER_KEY``): 403 ``admin_disabled`` otherwise;
 2. the caller's key (``Authorization: Bearer``, ``x-api-key``, ``api-key``) is resolved: 401 / 403;
-3. the body is read up to ``MAX_BODY_BYTES`` (413 past it).
+3. the body is read up to ``MAX_BODY_BYTES`` (413 past it) and a JSON body parsed strictly
+   (``gateway/admin/body.py``: a repeated key, ``NaN`` or a lone surrogate is a 400 naming the field).
 
 Then the route's dependency decides: ``master_admin`` (the master key only; 403 ``admin_only``
 for a virtual key) or ``caller_admin`` (any valid key; the route limits what it sees). Every
@@ -35,6 +36,7 @@ from starlette.exceptions import HTTPException  # what FastAPI raises for a body
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from gateway.admin.body import parse_admin_json
 from gateway.admin.service import Admin
 from gateway.auth.errors import PermissionDenied
 from gateway.auth.identity import Authenticator
@@ -65,6 +67,13 @@ def error_response(err: DecisionError) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=err.headers or None)
 
 
+# The schemas are strict (gateway/admin/schemas.py): what each refusal means, in words.
+STRICT_TYPES = {"float_type": "must be a JSON number (not a string, true or false)",
+                "int_type": "must be a whole JSON number (not a fraction, a string, true or false)",
+                "bool_type": "must be true or false", "string_type": "must be a JSON string",
+                "list_type": "must be a JSON array", "dict_type": "must be a JSON object"}
+
+
 def validation_error(exc: RequestValidationError) -> RequestInvalid:
     """The first problem FastAPI found, as one sentence naming the field (never echoing its value)."""
     errors = list(exc.errors())
@@ -73,7 +82,7 @@ def validation_error(exc: RequestValidationError) -> RequestInvalid:
     where = format_param(loc) or "The request body"
     kind = str(first.get("type", "invalid"))
     message = {"missing": "is required", "extra_forbidden": "is not a recognised field; remove it",
-               "json_invalid": "is not valid JSON"}.get(kind, str(first.get("msg", "is invalid")))
+               "json_invalid": "is not valid JSON", **STRICT_TYPES}.get(kind, str(first.get("msg", "is invalid")))
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
     return RequestInvalid(f"{where}: {message.rstrip('.')}." if loc else f"{where} {message.rstrip('.')}.",
@@ -92,6 +101,14 @@ async def read_capped(request: Request, limit: int = MAX_BODY_BYTES) -> None:
             raise _too_large(limit)
         chunks.append(chunk)
     request._body = b"".join(chunks)
+    if request._body and _is_json(request.headers.get("content-type")):
+        request._json = parse_admin_json(request._body)  # what FastAPI's request.json() then returns
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether FastAPI reads the body as JSON: no Content-Type, ``application/json`` or ``application/*+json``."""
+    media = (content_type or "").partition(";")[0].strip().lower()
+    return not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def _too_large(limit: int) -> RequestInvalid:

@@ -12,8 +12,9 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from gateway.admin.body import readable
 from gateway.auth.durations import parse_duration
 
 MAX_MODELS = 100
@@ -31,15 +32,26 @@ def _check_duration(value: str) -> str:
 
 
 def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False)) > MAX_METADATA_BYTES:
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except ValueError:  # NaN or infinity; a lone surrogate (UnicodeEncodeError): stored, it could not be shown
+        raise ValueError("must hold only finite numbers and valid Unicode text") from None
+    if len(text) > MAX_METADATA_BYTES:
         raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes of JSON")
+    return value
+
+
+def _trimmed(value: str) -> str:
+    if value != value.strip():
+        raise ValueError("must not start or end with whitespace")
     return value
 
 
 # Printable text without control characters; aliases and model names may hold spaces and slashes.
 Text = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
 ModelName = Text
-Alias = Text
+Alias = Annotated[Text, AfterValidator(_trimmed)]  # unique among keys ignoring case (gateway/admin/service.py)
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
 TeamId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")]
 # A key or its id (the 64-hex-digit hash): printable ASCII, no spaces.
@@ -56,7 +68,8 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a number must be a JSON number ("10" and true are not), a flag true or false
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class LimitFields(Strict):
@@ -144,6 +157,12 @@ class LimitInfo(BaseModel):
     allowed_passthrough_routes: list[str] = Field(default_factory=list)
     created_at: datetime | None
     updated_at: datetime | None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _readable(cls, value: Any) -> Any:
+        """A stored row as JSON can show it: a listing never fails on a row written by hand."""
+        return readable(value)
 
 
 class KeyInfo(LimitInfo):

@@ -19,6 +19,7 @@ from gateway.auth import store
 from gateway.auth.durations import expires_at, next_reset
 from gateway.auth.keys import KEY_PREFIX, KeyHasher, display_prefix, generate_key, is_hash_id
 from gateway.auth.records import KeyRecord, TeamRecord, allowed_models
+from gateway.db import queries
 from gateway.db.engine import Database
 from gateway.db.models import new_team_id
 from translators.errors import DecisionError, RequestInvalid
@@ -89,9 +90,10 @@ async def _check_key_columns(admin: Admin, values: dict[str, Any], current: KeyR
     """The alias is free, the team exists, and the key's models lie within the team's."""
     alias = values.get("key_alias")
     if alias is not None and (current is None or alias != current.key_alias):
-        if await store.get_key(admin.db, alias=alias) is not None:
-            raise RequestInvalid("key_alias is in use by another key; choose another.", ("key_alias",),
-                                 code="conflict")
+        holders = await queries.keys_with_alias_like(admin.db, alias)
+        if any(current is None or token != current.token for token in holders):
+            raise RequestInvalid("key_alias is in use by another key (aliases are compared ignoring case and "
+                                 "surrounding spaces); choose another.", ("key_alias",), code="conflict")
     team_id = values["team_id"] if "team_id" in values else (current.team_id if current else None)
     if team_id is None:
         return
