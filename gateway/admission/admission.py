@@ -19,34 +19,40 @@ made are given back with a negative ``window_add`` / an ``incr -1``):
 - ``max_parallel_requests``: ``incr +1`` with a ttl safety net (``PARALLEL_TTL_S``: the slots of a
   process that died expire after it); over the limit, the slot is given back and the request
   refused (``Retry-After: 1``). ``settle`` and ``release`` free the slot.
-- ``max_budget``: this request's worst-case cost reserved against the budget with one check-and-add
-  (``window_add`` with the budget as its limit), so the reservations of requests in flight plus
-  what was spent never pass the budget: concurrent requests cannot overspend it. What can still
-  pass it is the true cost above its worst case (a wrong estimate), and a request whose cost is not
-  known beforehand (``worst_cost_usd=None``: it is let in while the budget is not yet spent and
-  reserves nothing, so each such request in flight may take the spend past the budget by its own
-  cost, at most one request's cost per request in flight). Refused: ``BudgetExceeded``, 400.
+- ``max_budget``: two promises at once: the spend ends at most one request above the budget (cold or
+  warm, across processes), and a request whose true cost fits in what is left is not refused for its
+  estimate. A request whose worst case (``worst_cost_usd``) fits in what is left (the budget less the
+  period's spend and the reservations of requests in flight) holds that worst case, concurrently with
+  others. When it does not fit, or is unknown (``None``: an unpriced model, a deployment that never
+  answered), the key's (or team's) requests go **one at a time**: a request takes the scope's turn
+  and holds all that is left, so nothing else gets past the budget while it runs, and it is let in
+  whatever its estimate while anything is left. A request that finds nothing left while others hold
+  reservations (or the turn) waits for them, asking again, up to ``budget_wait_s``; one that finds
+  nothing left and nothing in flight is refused. Settling gives the reservation back and adds the true
+  cost (an unknown cost: the reservation) to the spend, and frees the turn; the shared state does
+  each step atomically (``budget_reserve`` / ``budget_settle``, gateway/shared_state/budget.py: one
+  Lua script each in Redis). A turn whose process died frees itself after ``TURN_TTL_S``. The key's
+  budget is taken before the team's, always, so two waiting requests never hold each other's turn.
+  Refused: ``BudgetExceeded``, 400, naming the spend, the reservations in flight and the estimate.
 
 Budget accounting. The spend of the current budget period lives in the shared state as integer
-micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>``; the period runs from the
+micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>`` (``:spent:<window>``, and the
+reservations in flight under ``:held:<window>``); the period runs from the
 identity's ``budget_reset_at`` minus its ``budget_duration`` (calendar months for ``mo`` and
 ``30d``, as ``gateway.auth.durations`` resets them) to ``budget_reset_at``; ``life`` stands for the
 start when there is no ``budget_duration`` (the spend of the key's lifetime). When
 ``budget_reset_at`` has passed and no reset job has moved it yet, the period is the one of the same
-reset chain that holds now (what the job will write, for calendar-aligned durations). The counter
-is a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
-so the counter lives exactly as long as its period and then expires on its own.
+reset chain that holds now (what the job will write, for calendar-aligned durations). The counters
+are a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
+so they live exactly as long as their period and then expire on their own.
 
-The database spend (``Limits.spend``, read by auth) is the authority across restarts: each process
-seeds the counter with it once per period, with ``window_add(counter, spend, limit=spend)``, which
-lands only on an empty counter. That is "first writer wins" on the counter itself: the claim and
-the seed are one atomic step, so no request is reserved between a claim and its seed (a separate
-marker key would leave that gap), and a later process, whose database spend already holds what the
-gateway counted, never adds it a second time. A counter found empty afterwards (Redis restarted or
-evicted it: a reservation's total equals its own amount) is seeded again at once. Settled costs
-reach the database through the spend outbox, so a lost and re-seeded counter misses only what the
-outbox had not drained yet. An admin change to ``spend`` within a period is not seen by the counter
-before the next period (for a lifetime budget: not at all).
+The database spend (``Limits.spend``, read by auth) is the authority across restarts: the spent
+counter is seeded with it when it is missing, in the same atomic step that reserves ("first writer
+wins": a later process, whose database spend already holds what the gateway counted, finds the
+counter and never adds it a second time; a counter Redis lost is seeded again at once). Settled
+costs reach the database through the spend outbox, so a lost and re-seeded counter misses only what
+the outbox had not drained yet. An admin change to ``spend`` within a period is not seen by the
+counter before the next period (for a lifetime budget: not at all).
 
 Redis away (``state.degraded``, or a state call failing, which then counts as an outage for
 ``RETRY_AFTER_S``): rate limits follow ``on_redis_failure_rate_limits`` (``fail_open``, the default:
@@ -91,6 +97,7 @@ from gateway.admission.errors import BudgetExceeded, LimitsUnavailable, RateLimi
 from gateway.admission.ticket import EMPTY_TICKET, Hold, Scope, Ticket, limit_headers, rate_limited, scopes_of  # noqa: F401 - Scope, Ticket and EMPTY_TICKET are re-exported
 from gateway.auth.records import Identity, Limits
 from gateway.shared_state import MemoryState, SharedState
+from gateway.shared_state.budget import RESERVED, SPENT, TURN
 
 log = logging.getLogger("gateway.admission")
 
@@ -102,6 +109,9 @@ PARALLEL_TTL_S = 600.0  # the parallel slots of a process that died expire after
 RETRY_AFTER_S = 1.0  # after a failed state call, the shared state counts as away this long
 MEMO_MAX = 100_000
 PENDING_MAX = 100_000  # changes that wait for Redis to come back; past this they are dropped
+BUDGET_WAIT_S = 10.0  # how long a request waits for its budget's turn before it is refused
+TURN_TTL_S = 300.0  # a turn held by a process that died frees itself after this
+WAIT_FIRST_S, WAIT_MAX_S = 0.005, 0.05  # asking again for a turn: the first pause, and the longest
 
 T = TypeVar("T")
 
@@ -116,7 +126,7 @@ class Admission:
 
     def __init__(self, state: SharedState, *, on_redis_failure_rate_limits: Policy = "fail_open",
                  on_redis_failure_budgets: Policy = "fail_closed", prefix: str = PREFIX,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, budget_wait_s: float = BUDGET_WAIT_S) -> None:
         for name, value in (("on_redis_failure_rate_limits", on_redis_failure_rate_limits),
                             ("on_redis_failure_budgets", on_redis_failure_budgets)):
             if value not in POLICIES:
@@ -124,6 +134,7 @@ class Admission:
         self.rate_policy: Policy = on_redis_failure_rate_limits
         self.budget_policy: Policy = on_redis_failure_budgets
         self.prefix = prefix
+        self.budget_wait_s = budget_wait_s
         self._state = state
         self._clock = clock
         self._local = MemoryState(clock=clock)
@@ -134,7 +145,6 @@ class Admission:
         self._dropped = 0
         self._flusher: asyncio.Task[None] | None = None
         self._last_error: str | None = None
-        self._seeded: set[tuple[bool, str]] = set()
         self._periods: dict[tuple[str, datetime], Period] = {}
 
     # ---- readiness ------------------------------------------------------------------------------
@@ -181,7 +191,7 @@ class Admission:
             rpm, tpm = await store.window_get_many([self.key_of("rpm", scope), self.key_of("tpm", scope)], MINUTE_S)
             usage[scope.kind] = {
                 "rpm": rpm, "tpm": tpm, "parallel": await store.get_int(self.key_of("parallel", scope)),
-                "spend_usd": await store.window_get(self.key_of("spend", scope, period), period.window_s) / MICRO,
+                "spend_usd": sum(await store.budget_get(self.key_of("spend", scope, period), period.window_s)) / MICRO,
                 "period_start": period.start}
         return usage
 
@@ -229,7 +239,8 @@ class Admission:
             for scope in scopes:
                 if scope.limits.max_parallel_requests is not None:
                     checks.append(self._parallel(ticket, scope, scope.limits.max_parallel_requests, rate_local, now))
-            checks.extend(self._budget(ticket, scope, budget_local, now) for scope in budgeted)
+            if budgeted:
+                checks.append(self._budgets(ticket, budgeted, budget_local, now))
             # Each check is one atomic operation of its own, so they run at once: one round trip to
             # Redis instead of one per check. A refusal of any gives back what the others reserved.
             outcomes = await asyncio.gather(*checks, return_exceptions=True)
@@ -313,37 +324,41 @@ class Admission:
                            scope=refused.scope.kind, limit=refused.kind + "_limit"
                            if refused.kind != "parallel" else "max_parallel_requests", headers=headers)
 
+    async def _budgets(self, ticket: Ticket, scopes: list[Scope], local: bool, now: float) -> None:
+        """The key's budget, then the team's: one after the other, always in that order, so two
+        requests that each wait for a turn never hold the other's (no deadlock)."""
+        for scope in scopes:
+            await self._budget(ticket, scope, local, now)
+
     async def _budget(self, ticket: Ticket, scope: Scope, local: bool, now: float) -> None:
+        """The worst case held when it fits in what is left; otherwise this request waits for the
+        scope's turn (or for reservations in flight to come back) up to ``budget_wait_s``, and takes
+        the turn while anything is left (gateway/shared_state/budget.py)."""
         limits = scope.limits
         if limits.budget_reset_at is None:  # no resets: the lifetime's spend
             period, seed = LIFETIME, micro(limits.spend)
         else:
-            when = datetime.fromtimestamp(now, UTC)
-            period, seed = self._period(limits, when), micro(limits.current_spend(when))
+            period, seed = self._period(limits, datetime.fromtimestamp(now, UTC)), \
+                micro(limits.current_spend(datetime.fromtimestamp(now, UTC)))
         key, store = self.key_of("spend", scope, period), self._store(local)
         budget = micro(limits.max_budget or 0.0)
-        window = period.window_s
-        if seed > 0 and (local, key) not in self._seeded:
-            await self._call(local, store.window_add(key, seed, window, seed))  # lands on an empty counter only
-            if len(self._seeded) >= MEMO_MAX:
-                self._seeded.clear()
-            self._seeded.add((local, key))
-        amount = 0 if ticket.cost_usd is None else worst_micro(ticket.cost_usd)
+        worst = None if ticket.cost_usd is None else worst_micro(ticket.cost_usd)
         ends_at = period.end.timestamp() if period.end is not None else math.inf
-        if amount == 0:
-            total = await self._call(local, store.window_get(key, window))
-            ok = total < budget
-        else:
-            ok, total = await self._call(local, store.window_add(key, amount, window, budget))
-        spent = total
-        if ok:
-            ticket.holds.append(Hold("budget", scope, key, amount, local, window, ends_at, budget, total))
-            if seed > 0 and amount > 0 and total == amount:  # the counter was empty: lost; seed it again
-                _, total = await self._call(local, store.window_add(key, seed, window))
-                ticket.holds[-1].total = total
-                ok, spent = total <= budget, total - amount
-        if not ok:
-            raise BudgetExceeded(budget_message(scope.name, period, budget, spent, amount), scope=scope.kind)
+        waited_until = time.monotonic() + self.budget_wait_s
+        pause = WAIT_FIRST_S
+        while True:
+            view = await self._call(local, store.budget_reserve(key, period.window_s, budget, worst, seed,
+                                                                ticket.token, TURN_TTL_S))
+            if view.verdict in (RESERVED, TURN):
+                ticket.holds.append(Hold("budget", scope, key, view.amount, local, period.window_s, ends_at, budget,
+                                         view.spent + view.held + view.amount,
+                                         turn=ticket.token if view.verdict == TURN else None))
+                return
+            if view.verdict == SPENT or time.monotonic() >= waited_until:
+                raise BudgetExceeded(budget_message(scope.name, period, budget, view.spent, view.held, worst),
+                                     scope=scope.kind)
+            await asyncio.sleep(pause)
+            pause = min(WAIT_MAX_S, pause * 2)
 
     def _period(self, limits: Limits, now: datetime) -> Period:
         if limits.budget_duration is None or limits.budget_reset_at is None:
@@ -361,36 +376,44 @@ class Admission:
     # ---- settle and release ---------------------------------------------------------------------
 
     async def settle(self, ticket: Ticket, *, tokens: int | None, cost_usd: float | None) -> dict[str, str]:
-        """After the answer: the token reservation becomes ``tokens`` and the budget's worst case
-        ``cost_usd`` (within their window and period); an unknown figure (None) keeps its
-        reservation, never a made-up 0. Frees the parallel slot. Returns the ``x-ratelimit-*``
-        headers, remaining after this request. Once per ticket; never raises on a state error."""
+        """After the answer: the token reservation becomes ``tokens`` and the budget's reservation
+        ``cost_usd`` of spend (within their window and period); an unknown figure (None) keeps its
+        reservation (as spend, for a budget), never a made-up 0. Frees the parallel slot and the
+        budget's turn. Returns the ``x-ratelimit-*`` headers, remaining after this request, and sets
+        ``ticket.key_spend_usd`` (the key's counted spend, this request's cost included). Once per
+        ticket; never raises on a state error."""
         if ticket is EMPTY_TICKET or not ticket._open:
             return {}
         ticket._open = False
         cost = None if cost_usd is None or not math.isfinite(cost_usd) else max(0.0, cost_usd)
-        changes: dict[str, int] = {}
-        if tokens is not None:
-            changes["tpm"] = max(0, int(tokens))
-        if cost is not None:
-            changes["budget"] = micro(cost)
-        await self._apply(ticket.holds, lambda hold: changes[hold.kind] - hold.amount if hold.kind in changes else 0)
+        spent = None if cost is None else micro(cost)
+
+        def delta_of(hold: Hold) -> int:
+            if hold.kind == "budget":  # what the spent counter gains: the true cost, else the reservation
+                return hold.amount if spent is None else spent
+            return max(0, int(tokens)) - hold.amount if hold.kind == "tpm" and tokens is not None else 0
+
+        await self._apply(ticket.holds, delta_of)
+        for hold in ticket.holds:
+            if hold.kind == "budget" and hold.scope.kind == "key" and hold.spent is not None:
+                ticket.key_spend_usd = hold.spent / MICRO
         return limit_headers(ticket.holds)
 
     async def release(self, ticket: Ticket) -> None:
-        """On a failure (no answer, no spend): give back every reservation and free the parallel slot.
-        Once per ticket; never raises on a state error."""
+        """On a failure (no answer, no spend): give back every reservation and free the parallel slot
+        and the budget's turn. Once per ticket; never raises on a state error."""
         if ticket is EMPTY_TICKET or not ticket._open:
             return
         ticket._open = False
         await self._give_back(ticket)
 
     async def _give_back(self, ticket: Ticket) -> None:
-        await self._apply(ticket.holds, lambda hold: -hold.amount)
+        await self._apply(ticket.holds, lambda hold: 0 if hold.kind == "budget" else -hold.amount)
         ticket.holds = []
 
     async def _apply(self, holds: Iterable[Hold], delta_of: Callable[[Hold], int]) -> None:
-        """Each hold's window moved by ``delta_of(hold)``, every parallel slot freed."""
+        """Each hold's window moved by ``delta_of(hold)`` (a budget hold: its reservation given back and
+        ``delta_of(hold)`` spent), every parallel slot freed."""
         await self._move([(hold, -1 if hold.kind == "parallel" else delta_of(hold)) for hold in holds])
 
     async def _move(self, changes: list[tuple[Hold, int]]) -> None:
@@ -398,7 +421,7 @@ class Admission:
         for its return (a window that ended meanwhile is left alone). Errors are logged, never raised."""
         now = self._clock()
         for hold, delta in changes:
-            if not delta:
+            if not delta and hold.kind != "budget":  # a budget hold always: it reads the spend after it
                 continue
             if not hold.local and self.shared_away:
                 self._defer(hold, delta)
@@ -408,7 +431,12 @@ class Admission:
                     await self._free_slot(hold)
                 elif now < hold.ends_at:
                     store = self._store(hold.local)
-                    _, hold.total = await self._call(hold.local, store.window_add(hold.key, delta, hold.window_s))
+                    if hold.kind == "budget":
+                        spent, held = await self._call(hold.local, store.budget_settle(
+                            hold.key, hold.window_s, hold.amount, delta, hold.turn))
+                        hold.spent, hold.total = spent, spent + held
+                    else:
+                        _, hold.total = await self._call(hold.local, store.window_add(hold.key, delta, hold.window_s))
             except _SharedFailed:
                 self._defer(hold, delta)
             except Exception:  # noqa: BLE001 - settle and release never raise to the caller

@@ -80,9 +80,13 @@ def usd(amount: int) -> str:
     return f"${amount / MICRO:.6f}".rstrip("0").rstrip(".") if amount else "$0"
 
 
-def budget_message(name: str, period: Period, budget: int, spent: int, amount: int) -> str:
+def budget_message(name: str, period: Period, budget: int, spent: int, held: int, worst: int | None) -> str:
+    """Why a request was refused: what was spent, what requests in flight hold, and this request's
+    estimate (its worst case), each by name, so a refusal that reservations cause says so."""
     resets = f"it resets at {period.end.isoformat()}" if period.end is not None else \
         "it has no budget_duration and never resets"
-    request = f", this request up to {usd(amount)}" if amount else ""
-    return (f"Budget exceeded for {name}: max_budget {usd(budget)}, spend {usd(spent)} (counting "
-            f"requests in flight){request}; {resets}.")
+    estimate = f"this request is estimated at up to {usd(worst)}" if worst is not None else \
+        "this request's cost cannot be bounded beforehand"
+    in_flight = f", {usd(held)} reserved by requests in flight" if held else ""
+    return (f"Budget exceeded for {name}: max_budget {usd(budget)}, spent {usd(spent)}{in_flight}; {estimate}; "
+            f"{resets}.")

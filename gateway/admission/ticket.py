@@ -3,6 +3,7 @@ reservation (``Hold``), the ``Ticket`` that carries them, and the ``x-ratelimit-
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,20 +32,24 @@ class Hold:
     window_s: float
     ends_at: float  # wall clock: after it the window is gone and the hold is left alone
     limit: int
-    total: int  # the window's (or counter's) total after this hold
+    total: int  # the window's (or counter's) total after this hold (a budget's: spent and held)
+    turn: str | None = None  # a budget hold that took the key's or team's turn: the ticket's token
+    spent: int | None = None  # a budget hold, once settled: the period's spent counter after it
 
 
 class Ticket:
     """What ``admit`` reserved: ``holds``, the ``headers`` to send, the ``tokens`` and ``cost_usd`` it
     reserved. Settle or release it once; a second call does nothing."""
 
-    __slots__ = ("holds", "headers", "tokens", "cost_usd", "_open")
+    __slots__ = ("holds", "headers", "tokens", "cost_usd", "token", "key_spend_usd", "_open")
 
     def __init__(self, tokens: int = 0, cost_usd: float | None = None) -> None:
         self.holds: list[Hold] = []
         self.headers: dict[str, str] = {}
         self.tokens = tokens
         self.cost_usd = cost_usd
+        self.token = uuid.uuid4().hex  # names this request's budget turn in the shared state
+        self.key_spend_usd: float | None = None  # the key's counted spend after settle (a key with a budget)
         self._open = True
 
     @property

@@ -188,13 +188,13 @@ class Metrics:
 
     def budgets(self, ticket: Any, cost: float | None, alias: str, team: str) -> None:
         """The remaining budgets from the ticket's budget holds: the period's spend and the
-        reservations in flight (``total``, after this request's worst case) against the budget,
-        with this request's worst case replaced by its true cost (kept when unknown)."""
+        reservations in flight (``total``, after this request's worst case, or after it settled)
+        against the budget, with this request's worst case replaced by its true cost (kept when unknown)."""
         for hold in ticket.holds:
             if hold.kind != "budget":
                 continue
             left = (hold.limit - hold.total) / 1e6
-            if cost is not None:
+            if cost is not None and hold.spent is None:  # not settled yet: this request's true cost for its hold
                 left += hold.amount / 1e6 - cost
             if hold.scope.kind == "key":
                 self.key_budget(alias, team).set(left)

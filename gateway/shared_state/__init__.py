@@ -1,6 +1,7 @@
 """Shared state for the router, the limits and the cache: one interface, memory or Redis behind it.
 
 - ``base.py``: the interface, ``SharedState``.
+- ``budget.py``: budget reservations (spent, held, the turn) and the rule that admits against them.
 - ``memory.py``: ``MemoryState`` (one process).
 - ``redis_state.py``: ``RedisState`` (one Redis shared by processes and machines; Lua scripts).
 - ``failover.py``: ``FailoverState`` (Redis, and memory while Redis is unreachable).

@@ -23,6 +23,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from gateway.shared_state.budget import BudgetView
+
 Backend = Literal["memory", "redis"]
 
 # How many recent latency samples ``latency`` averages, unless an implementation is told otherwise.
@@ -94,6 +96,26 @@ class SharedState(ABC):
     async def fail_counter(self, key: str, window_s: float) -> int:
         """Count one failure in ``key``'s current fixed window; return the failures in it so far."""
         return (await self.window_add(key, 1, window_s))[1]
+
+    # ---- budget reservations (gateway/shared_state/budget.py) ----------------------------------
+
+    @abstractmethod
+    async def budget_reserve(self, key: str, window_s: float, budget: int, worst: int | None, seed: int,
+                             token: str, turn_ttl_s: float) -> BudgetView:
+        """One request against the budget of ``key``'s period (the fixed window of ``window_s``), by the
+        rule of ``budget.decide``, in one atomic step: the spent counter is first seeded with ``seed``
+        when missing; the turn, when taken, holds ``token`` for ``turn_ttl_s``."""
+
+    @abstractmethod
+    async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
+                            token: str | None) -> tuple[int, int]:
+        """A request's reservation ``held`` given back and its ``cost`` added to the spent counter (left
+        missing when it is missing: the next reserve seeds it); the turn freed when ``token`` holds it.
+        Returns (spent, held) after it, in one atomic step."""
+
+    @abstractmethod
+    async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
+        """(spent, held) of ``key``'s period now; 0 for a missing counter."""
 
     # ---- strings with a ttl (cooldowns) ---------------------------------------------------------
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from gateway.shared_state.base import Backend, SharedState
+from gateway.shared_state.budget import BudgetView
 from gateway.shared_state.memory import MemoryState
 from gateway.shared_state.redis_state import REDIS_ERRORS, RedisState
 
@@ -134,6 +135,17 @@ class FailoverState(SharedState):
 
     async def window_get_many(self, keys: Sequence[str], window_s: float) -> list[int]:
         return await self._call(lambda s: s.window_get_many(keys, window_s))
+
+    async def budget_reserve(self, key: str, window_s: float, budget: int, worst: int | None, seed: int,
+                             token: str, turn_ttl_s: float) -> BudgetView:
+        return await self._call(lambda s: s.budget_reserve(key, window_s, budget, worst, seed, token, turn_ttl_s))
+
+    async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
+                            token: str | None) -> tuple[int, int]:
+        return await self._call(lambda s: s.budget_settle(key, window_s, held, cost, token))
+
+    async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
+        return await self._call(lambda s: s.budget_get(key, window_s))
 
     async def set_until(self, key: str, value: str, ttl_s: float) -> None:
         await self._call(lambda s: s.set_until(key, value, ttl_s))

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.shared_state import budget as rule
 from gateway.shared_state.base import LATENCY_SAMPLES, Backend, SharedState
 
 SWEEP_BATCH = 256
@@ -165,6 +166,53 @@ class MemoryState(SharedState):
         now = self._clock()
         index = window_index(now, window_s)
         return [self._int_at(window_key(key, index), now) for key in keys]
+
+    # ---- budget reservations --------------------------------------------------------------------
+
+    def _set_window_int(self, name: str, value: int, index: int, window_s: float, now: float) -> None:
+        entry = self._live(name, now)
+        if entry is None:
+            entry = self._data[name] = _Entry(value)
+            self._expire_at(name, entry, (index + 1) * window_s + WINDOW_SLACK_S)
+        else:
+            entry.value = value
+
+    async def budget_reserve(self, key: str, window_s: float, budget: int, worst: int | None, seed: int,
+                             token: str, turn_ttl_s: float) -> rule.BudgetView:
+        now = self._write()
+        index = window_index(now, window_s)
+        spent_key, held_key, turn_key = rule.names(key, index)
+        if self._live(spent_key, now) is None:
+            self._set_window_int(spent_key, max(0, seed), index, window_s, now)
+        spent, held = self._int_at(spent_key, now), self._int_at(held_key, now)
+        verdict, amount = rule.decide(budget, worst, spent, held, self._live(turn_key, now) is None)
+        if verdict == rule.TURN:
+            entry = self._data[turn_key] = _Entry(token)
+            self._expire_at(turn_key, entry, now + turn_ttl_s)
+        if amount > 0:
+            self._set_window_int(held_key, held + amount, index, window_s, now)
+        return rule.BudgetView(verdict, amount, spent, held)
+
+    async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
+                            token: str | None) -> tuple[int, int]:
+        now = self._write()
+        index = window_index(now, window_s)
+        spent_key, held_key, turn_key = rule.names(key, index)
+        left_held = max(0, self._int_at(held_key, now) - held)
+        self._set_window_int(held_key, left_held, index, window_s, now)
+        spent = self._int_at(spent_key, now)
+        if cost and self._live(spent_key, now) is not None:
+            spent = max(0, spent + cost)
+            self._set_window_int(spent_key, spent, index, window_s, now)
+        turn = self._live(turn_key, now)
+        if token is not None and turn is not None and turn.value == token:
+            del self._data[turn_key]
+        return spent, left_held
+
+    async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
+        now = self._clock()
+        spent_key, held_key, _ = rule.names(key, window_index(now, window_s))
+        return self._int_at(spent_key, now), self._int_at(held_key, now)
 
     # ---- strings with a ttl ---------------------------------------------------------------------
 

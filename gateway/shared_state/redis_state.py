@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from gateway.shared_state.base import LATENCY_SAMPLES, Backend, SharedState
+from gateway.shared_state.budget import BudgetView
 from gateway.shared_state.memory import WINDOW_SLACK_S
 from gateway.shared_state.redis_batch import CommandBatch, Script
 
@@ -91,6 +92,68 @@ for i, key in ipairs(KEYS) do
   totals[i] = tonumber(redis.call('GET', key .. suffix) or '0')
 end
 return totals
+""")
+
+# The budget period's keys and their ttl, as gateway/shared_state/budget.py names them (ARGV[1] window_s,
+# ARGV[2] slack_s); the decision is budget.decide's.
+_BUDGET_KEYS = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local window = tonumber(ARGV[1])
+local index = math.floor(now / window)
+local suffix = ':' .. string.format('%d', index)
+local spent_key, held_key, turn_key = KEYS[1] .. ':spent' .. suffix, KEYS[1] .. ':held' .. suffix, KEYS[1] .. ':turn'
+local ttl_ms = string.format('%d', math.ceil(((index + 1) * window - now + tonumber(ARGV[2])) * 1000))
+"""
+
+# ARGV window_s, slack_s, budget, worst ('' unknown), seed, token, turn ttl ms.
+# Returns {verdict, amount, spent, held}.
+_BUDGET_RESERVE = Script(_BUDGET_KEYS + """
+local spent = redis.call('GET', spent_key)
+if spent then
+  spent = tonumber(spent)
+else
+  spent = tonumber(ARGV[5])
+  redis.call('SET', spent_key, ARGV[5], 'PX', ttl_ms)
+end
+local held = tonumber(redis.call('GET', held_key) or '0')
+local left = tonumber(ARGV[3]) - spent - held
+local verdict, amount = 0, 0
+if left > 0 and ARGV[4] ~= '' and tonumber(ARGV[4]) <= left then
+  verdict, amount = 1, tonumber(ARGV[4])
+elseif left > 0 and redis.call('SET', turn_key, ARGV[6], 'NX', 'PX', ARGV[7]) then
+  verdict, amount = 2, left
+elseif left > 0 or held > 0 then
+  verdict = 3
+end
+if amount > 0 then
+  redis.call('SET', held_key, string.format('%d', held + amount), 'PX', ttl_ms)
+end
+return {verdict, amount, spent, held}
+""")
+
+# ARGV window_s, slack_s, held, cost, token ('' none). Returns {spent, held}.
+_BUDGET_SETTLE = Script(_BUDGET_KEYS + """
+local held = tonumber(redis.call('GET', held_key) or '0') - tonumber(ARGV[3])
+if held < 0 then held = 0 end
+redis.call('SET', held_key, string.format('%d', held), 'PX', ttl_ms)
+local spent = redis.call('GET', spent_key)
+if spent then
+  spent = tonumber(spent) + tonumber(ARGV[4])
+  if spent < 0 then spent = 0 end
+  redis.call('SET', spent_key, string.format('%d', spent), 'PX', ttl_ms)
+else
+  spent = 0
+end
+if ARGV[5] ~= '' and redis.call('GET', turn_key) == ARGV[5] then
+  redis.call('DEL', turn_key)
+end
+return {spent, held}
+""")
+
+# ARGV window_s, slack_s. Returns {spent, held}.
+_BUDGET_GET = Script(_BUDGET_KEYS + """
+return {tonumber(redis.call('GET', spent_key) or '0'), tonumber(redis.call('GET', held_key) or '0')}
 """)
 
 # KEYS[1] key; ARGV sample ms, samples kept, ttl ms.
@@ -287,6 +350,25 @@ class RedisState(SharedState):
             return []
         totals = await self._script(_WINDOW_GET_MANY, keys, [_window_arg(window_s)])
         return [int(v) for v in totals]
+
+    # ---- budget reservations --------------------------------------------------------------------
+
+    async def budget_reserve(self, key: str, window_s: float, budget: int, worst: int | None, seed: int,
+                             token: str, turn_ttl_s: float) -> BudgetView:
+        args = [_window_arg(window_s), WINDOW_SLACK_S, int(budget), "" if worst is None else int(worst),
+                max(0, int(seed)), token, _ms(turn_ttl_s)]
+        verdict, amount, spent, held = await self._script(_BUDGET_RESERVE, [key], args)
+        return BudgetView(int(verdict), int(amount), int(spent), int(held))
+
+    async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
+                            token: str | None) -> tuple[int, int]:
+        args = [_window_arg(window_s), WINDOW_SLACK_S, int(held), int(cost), token or ""]
+        spent, left = await self._script(_BUDGET_SETTLE, [key], args)
+        return int(spent), int(left)
+
+    async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
+        spent, held = await self._script(_BUDGET_GET, [key], [_window_arg(window_s), WINDOW_SLACK_S])
+        return int(spent), int(held)
 
     # ---- strings with a ttl ---------------------------------------------------------------------
 

@@ -52,6 +52,9 @@ class Backend:
         self.states: list[SharedState] = []
 
     def make(self, **options: Any) -> Admission:
+        """Another process's ``Admission``; a request that finds its budget held by others is refused
+        at once unless ``budget_wait_s`` says otherwise."""
+        options.setdefault("budget_wait_s", 0.0)
         if self.name == "memory" and self.states:
             return self.one  # one process: one Admission
         state: SharedState = make_redis_state() if self.name == "redis" else MemoryState()

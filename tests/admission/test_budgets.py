@@ -43,7 +43,9 @@ async def test_concurrent_requests_never_overspend_and_settle_to_the_sum(backend
     assert len(admitted) == 25 and len(refused) == 75  # reservations are exact: the budget fills up
     err = refused[0]
     assert err.status == 400 and err.type == "budget_exceeded" and err.code == "budget_exceeded"
-    assert "key 'budgeted'" in err.message and "max_budget $0.25" in err.message and "spend $0.25" in err.message
+    assert "key 'budgeted'" in err.message and "max_budget $0.25" in err.message
+    assert "spent $0, $0.25 reserved by requests in flight" in err.message  # what blocks it is named
+    assert "estimated at up to $0.01" in err.message
     assert "never resets" in err.message
     rng = random.Random(7)
     costs = [round(rng.uniform(0.001, WORST), 6) for _ in admitted]
@@ -52,7 +54,8 @@ async def test_concurrent_requests_never_overspend_and_settle_to_the_sum(backend
     assert round(await spend(one, who) * MICRO) == round(sum(costs) * MICRO)
     assert await spend(two, who) == await spend(one, who)
     more, _ = await admit_all([one, two], who, 100)  # what the true costs left is reserved again
-    assert len(more) == int((0.25 - sum(costs)) * MICRO) // int(WORST * MICRO)
+    fits, rest = divmod(int(0.25 * MICRO) - round(sum(costs) * MICRO), int(WORST * MICRO))
+    assert len(more) == fits + (1 if rest else 0)  # and the rest goes to one request, which takes the turn
 
 
 async def test_a_team_budget_applies_on_top_of_its_keys(backend: Backend):
@@ -92,16 +95,26 @@ async def test_an_unknown_cost_keeps_the_worst_case(backend: Backend):
     assert usage["spend_usd"] == 0.03 and usage["tpm"] == 400  # never a made-up $0 or 0 tokens
 
 
-async def test_a_request_without_a_worst_case_is_checked_against_the_spend_and_reserves_nothing(backend: Backend):
+async def test_a_request_without_a_worst_case_takes_the_turn_and_holds_what_is_left(backend: Backend):
     admission = backend.make()
     who = identity(max_budget=0.05)
     unpriced = await admission.admit(who, estimated_tokens=10, worst_cost_usd=None)
-    assert await spend(admission, who) == 0.0
-    await admission.settle(unpriced, tokens=10, cost_usd=0.05)  # its cost became known: it counts
-    with pytest.raises(BudgetExceeded):
-        await admission.admit(who, estimated_tokens=10, worst_cost_usd=None)
-    with pytest.raises(BudgetExceeded):
-        await admission.admit(who, estimated_tokens=10, worst_cost_usd=0.0)
+    assert await spend(admission, who) == 0.05  # all that is left: nothing else gets in while it runs
+    with pytest.raises(BudgetExceeded) as waiting:
+        await admission.admit(who, estimated_tokens=10, worst_cost_usd=0.001)
+    assert "spent $0, $0.05 reserved by requests in flight" in waiting.value.message
+    await admission.settle(unpriced, tokens=10, cost_usd=0.02)  # its cost became known: it counts
+    assert await spend(admission, who) == 0.02
+    small = await admission.admit(who, estimated_tokens=10, worst_cost_usd=0.001)  # fits: held, concurrently
+    unknown = await admission.admit(who, estimated_tokens=10, worst_cost_usd=None)  # the turn: the rest
+    assert await spend(admission, who) == 0.05
+    await admission.settle(small, tokens=10, cost_usd=0.001)
+    await admission.settle(unknown, tokens=10, cost_usd=0.04)  # the one request past the budget
+    assert await spend(admission, who) == 0.061
+    for worst in (None, 0.0, 0.001):
+        with pytest.raises(BudgetExceeded) as spent:
+            await admission.admit(who, estimated_tokens=10, worst_cost_usd=worst)
+        assert "spent $0.061;" in spent.value.message and "reserved" not in spent.value.message
 
 
 async def test_the_database_spend_is_seeded_once_across_two_processes(backend: Backend):
@@ -125,10 +138,10 @@ async def test_a_lost_counter_is_seeded_again(redis_backend: Backend):
     who = identity(max_budget=1.0, spend=0.40)
     await admission.admit(who, estimated_tokens=1, worst_cost_usd=0.01)
     assert await spend(admission, who) == 0.41
-    await redis_backend.states[0].delete(admission.key_of("spend", scope(who), LIFETIME) + ":0")  # window 0
-    assert await spend(admission, who) == 0.0  # Redis lost it (a restart, an eviction)
+    await redis_backend.states[0].delete(admission.key_of("spend", scope(who), LIFETIME) + ":spent:0")  # window 0
+    assert await spend(admission, who) == 0.01  # Redis lost the spend (a restart, an eviction)
     await admission.admit(who, estimated_tokens=1, worst_cost_usd=0.01)
-    assert await spend(admission, who) == 0.41
+    assert await spend(admission, who) == 0.42
 
 
 def scope(who: Identity) -> Scope:
@@ -184,3 +197,50 @@ def test_budget_periods(duration: str, reset_at: str, start: str, end: str):
 def test_a_lifetime_budget_has_one_window_and_no_end():
     assert LIFETIME.label == "life" and LIFETIME.end is None and LIFETIME.window_s == LIFETIME_WINDOW_S
     assert budget_period("not a duration", NOW, NOW) is LIFETIME
+
+
+async def test_a_small_budget_lets_in_a_request_whose_true_cost_fits(backend: Backend):
+    """A $0.0003 budget, a call estimated at up to $0.00031 that costs $0.000124: it is let in (the
+    budget's turn), and so is each next one while anything is left; the spend ends one call above."""
+    one, two = backend.make(), backend.make()
+    who = identity("small", max_budget=0.0003)
+    admitted = 0
+    for i in range(10):
+        admission = (one, two)[i % 2]
+        try:
+            ticket = await admission.admit(who, estimated_tokens=10, worst_cost_usd=0.00031)
+        except BudgetExceeded as refused:
+            assert "spent $0.000372;" in refused.message
+            assert "estimated at up to $0.00031" in refused.message
+            break
+        await admission.settle(ticket, tokens=10, cost_usd=0.000124)
+        admitted += 1
+    assert admitted == 3  # 0.000124, 0.000248, then 0.000372: one call past the budget, never two
+    assert await spend(one, who) == 0.000372
+
+
+async def test_unbounded_requests_go_one_at_a_time_across_two_processes(backend: Backend):
+    """Fifty requests at once whose cost cannot be bounded (a deployment that never answered, an
+    unpriced model), each costing $0.30 against a $1 budget over two processes: they go one at a
+    time, and the spend ends at most one request above the budget."""
+    one, two = backend.make(budget_wait_s=30.0), backend.make(budget_wait_s=30.0)
+    who = identity("cold", max_budget=1.0)
+    in_flight, most = 0, 0
+
+    async def call(i: int) -> bool:
+        nonlocal in_flight, most
+        admission = (one, two)[i % 2]
+        try:
+            ticket = await admission.admit(who, estimated_tokens=10, worst_cost_usd=None)
+        except BudgetExceeded:
+            return False
+        in_flight += 1
+        most = max(most, in_flight)
+        await admission.usage(who)  # the call itself: the others get to run meanwhile
+        in_flight -= 1
+        await admission.settle(ticket, tokens=10, cost_usd=0.30)
+        return True
+
+    answered = await asyncio.gather(*(call(i) for i in range(50)))
+    assert answered.count(True) == 4 and most == 1  # 0.3, 0.6, 0.9, then 1.2: one request past $1
+    assert await spend(one, who) == 1.2
