@@ -125,15 +125,26 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
     return rows, total
 
 
+def _key_label(api_key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """A key's alias in a report: its row's, or for a key without one (deleted, or the master key, which
+    has none) the alias its latest spend row carried ("master key" for the master's: gateway/spend/log.py),
+    so a report never shows such spend as a bare hash."""
+    s, v = spend_logs_table.c, verification_tokens.c
+    logged = (sa.select(s.key_alias).where(s.api_key == api_key, s.key_alias.is_not(None))
+              .order_by(s.startTime.desc()).limit(1).scalar_subquery())
+    return sa.case((sa.func.max(v.token).is_(None), logged), else_=sa.func.max(v.key_alias)).label("key_alias")
+
+
 async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
                        end_date: dt.date | dt.datetime | str, group_by: GroupBy,
                        api_key: str | None = None, team_id: str | None = None) -> list[dict[str, Any]]:
     """Spend and counts per group over the UTC days ``start_date`` .. ``end_date`` (both included), from
     ``daily_spend``. ``group_by``: ``day`` (key ``date``, oldest first), ``model`` (the deployment's
     provider/model), ``model_group``, ``team`` (``team_id``, ``team_alias``) or ``key`` (``api_key``, the hash,
-    with ``key_alias``); all but ``day`` are ordered by spend, highest first. Each entry also carries
-    ``spend``, ``requests``, ``failed_requests``, ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``,
-    ``cache_hits``, ``cache_misses``. A row without a key or team is grouped under ``""``."""
+    with ``key_alias``, also for a deleted key and the master key: ``_key_label``); all but ``day`` are ordered
+    by spend, highest first. Each entry also carries ``spend``, ``requests``, ``failed_requests``,
+    ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``, ``cache_hits``, ``cache_misses``.
+    A row without a key or team is grouped under ``""``."""
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by: one of {', '.join(GROUP_BY)}")
     first, last = _day(start_date, "start_date"), _day(end_date, "end_date")
@@ -141,6 +152,7 @@ async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
     sums = [sa.func.sum(d[name]).label(name) for name in ROLLUP_SUMS]
     source: sa.FromClause = daily_spend
     keys: list[sa.ColumnElement[Any]]
+    labels: list[sa.ColumnElement[Any]] = []  # per group, not grouped by
     if group_by == "day":
         keys = [d.date]
     elif group_by == "model":
@@ -152,14 +164,15 @@ async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
         keys = [d.team_id, teams.c.team_alias]
     else:
         source = daily_spend.outerjoin(verification_tokens, verification_tokens.c.token == d.api_key)
-        keys = [d.api_key, verification_tokens.c.key_alias]
+        keys = [d.api_key]
+        labels = [_key_label(d.api_key)]
     where = [d.date >= first, d.date <= last]
     if api_key is not None:
         where.append(d.api_key == api_key)
     if team_id is not None:
         where.append(d.team_id == team_id)
     order = keys[0].asc() if group_by == "day" else sa.desc("spend")
-    query = sa.select(*keys, *sums).select_from(source).where(*where).group_by(*keys).order_by(order, keys[0])
+    query = sa.select(*keys, *labels, *sums).select_from(source).where(*where).group_by(*keys).order_by(order, keys[0])
     async with db.engine.connect() as conn:
         result = (await conn.execute(query)).all()
     out = []

@@ -36,6 +36,11 @@ log = logging.getLogger("gateway.spend")
 RECONNECT_S = 5.0
 MAX_CONTENT_CHARS = 64 * 1024
 STORE_CONTENT = ("none", "digest", "full")
+MASTER_KEY_ALIAS = "master key"  # the master key has no key row: its spend carries this alias
+MAX_REQUESTED_MODEL_CHARS = 200
+# A request whose task was cancelled with no answer decided (the graceful timeout at shutdown; a client
+# that went away is a 499, set by the pipeline): what its caller got was the server going away.
+CANCELLED_STATUS = 503
 
 
 class SpendLog:
@@ -93,8 +98,10 @@ class SpendLog:
             self._drainer.start()
 
     def write(self, ctx: RequestContext) -> None:
-        """The request's row into the outbox (durable when this returns)."""
-        if self.outbox is None or ctx.model_group is None:
+        """The request's row into the outbox (durable when this returns): every call that named a model
+        group, and every call refused once its body was read (an unknown or missing model: LiteLLM logs
+        failed calls too). A request refused before that (no key, an unreadable body) has none."""
+        if self.outbox is None or (ctx.model_group is None and (ctx.error is None or ctx.body is None)):
             return
         self.outbox.append(spend_row(ctx, self.store_content))
 
@@ -127,10 +134,16 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
     metadata: dict[str, Any] = {}
     if result is not None and ctx.cost is None:
         metadata["cost_unknown"] = True  # unpriced, or no token counts: spend 0 here is not a claim of $0
+    requested = ctx.body.json.get("model") if ctx.model_group is None and ctx.body is not None else None
+    if isinstance(requested, str):
+        # not a group, so kept out of the roll-ups; a lone surrogate (JSON allows one) made storable
+        metadata["requested_model"] = requested[:MAX_REQUESTED_MODEL_CHARS].encode("utf-8", "replace").decode()
+    cancelled = ctx.status == 0 and err is None
+    alias = MASTER_KEY_ALIAS if getattr(identity, "is_master", False) else getattr(identity, "key_alias", None)
     row: dict[str, Any] = {
         "request_id": ctx.request_id,
         "api_key": getattr(identity, "key_hash", None) or "",
-        "key_alias": getattr(identity, "key_alias", None),
+        "key_alias": alias,
         "team_id": getattr(identity, "team_id", None),
         "model_group": ctx.model_group,
         "model": f"{dep.provider}/{dep.model}" if dep is not None else None,
@@ -144,8 +157,8 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
         "spend": ctx.cost or 0.0,
         "startTime": datetime.fromtimestamp(ctx.started_at, UTC),
         "endTime": datetime.now(UTC),
-        "status": ctx.status,
-        "error_class": (err.code or err.type) if err is not None else None,
+        "status": CANCELLED_STATUS if cancelled else ctx.status,
+        "error_class": (err.code or err.type) if err is not None else "cancelled" if cancelled else None,
         "retries": ctx.retries,
         "fallbacks": ctx.fallbacks,
         "metadata": metadata,
