@@ -16,8 +16,11 @@ An entry's key is ``<namespace>a:<sha256(deployment identity | input | question)
   criteria and provider extras; never its id or name, so ``tone`` on ``/v1/systemone`` and the
   question named ``tone`` (or unnamed) on ``/v1/decisions`` are one entry.
 
+- the **scope**: who may read the entry (``cache_params.scope``): the team that paid for it (the key,
+  when it has no team), the key, or everyone (``global``: the input's digest alone, as before scopes).
+
 All of it as canonical JSON (orjson, sorted keys), hashed. The answering model version of each
-deployment lives at ``<namespace>v:<identity>``.
+deployment lives at ``<namespace>v:<identity>`` (shared: it says which model answers, not what).
 """
 
 from __future__ import annotations
@@ -134,6 +137,24 @@ def input_digest(req: DecisionRequest, tokens: dict[str, str]) -> bytes:
     if req.headers:
         canon.append(sorted((k.lower(), v) for k, v in req.headers.items()))
     return digest(canon)
+
+
+def scope_of(scope: str, caller: Any) -> str:
+    """Who shares entries with ``caller`` (a ``gateway.auth`` ``Identity``, or None for the Python API)
+    under ``cache_params.scope``: ``""`` for ``global``; else ``team:<id>`` or ``key:<hash>``
+    (``anonymous``: an open gateway's one caller)."""
+    if scope == "global":
+        return ""
+    team_id = getattr(caller, "team_id", None)
+    if scope == "team" and team_id:
+        return f"team:{team_id}"
+    key_hash = getattr(caller, "key_hash", None)
+    return f"key:{key_hash}" if key_hash else "anonymous"
+
+
+def scoped(input_sha: bytes, scope: str) -> bytes:
+    """The input's digest within a scope (``""``, global: the digest itself)."""
+    return hashlib.sha256(b"scope\x00" + scope.encode() + b"\x00" + input_sha).digest() if scope else input_sha
 
 
 def question_digest(question: Question, tokens: dict[str, str]) -> bytes:

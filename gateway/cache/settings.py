@@ -8,6 +8,7 @@
         max_entries: 10000             # the in-memory cache's bounds (least recently used goes first)
         max_bytes: 67108864
         namespace: decisions-cache     # the key prefix in Redis
+        scope: team | key | global     # who shares entries (default team: a key without a team, its own)
         host / port / password / url   # a Redis of the cache's own (else the gateway's redis_url)
     model_list[i].model_info:
       cache: true | false              # per model group: on or off whatever litellm_settings.cache says
@@ -15,6 +16,13 @@
 
 and per key or team, ``metadata.cache``: ``true``/``"on"`` or ``false``/``"off"`` (the key's wins
 over its team's, which wins over the group's, which wins over ``litellm_settings.cache``).
+
+``scope`` keeps one tenant's answers from another: by default an entry is seen only by the team
+whose request paid for it (by the key alone when it has no team); ``key`` narrows that to the key;
+``global`` shares every entry with every caller, which makes ``x-decisions-cache: only-if-cached`` an
+oracle: a caller learns, at no cost, whether anyone asked about an input, and reads the answer
+another tenant paid for. The master key has a scope of its own (its key); an open gateway (no
+master key) has one caller.
 
 Every unusable value fails the start with a ``ConfigError`` naming the key.
 """
@@ -32,13 +40,15 @@ from gateway.shared_state.memory import CACHE_MAX_BYTES, CACHE_MAX_ENTRIES
 from providers.base import Deployment
 
 Backend = Literal["local", "redis"]
+Scope = Literal["team", "key", "global"]
+SCOPES: tuple[Scope, ...] = ("team", "key", "global")
 DEFAULT_TTL_S = 86_400.0
 DEFAULT_NAMESPACE = "decisions-cache"
 # cache_params keys: ours, and LiteLLM's (those it reads for a local or Redis cache; the others
 # name cache types the gateway does not offer, which ``type`` refuses).
 CACHE_PARAMS = frozenset({
     "type", "ttl", "max_entries", "max_bytes", "namespace", "host", "port", "password", "url", "redis_url",
-    "default_in_memory_ttl", "default_in_redis_ttl", "supported_call_types", "mode",
+    "default_in_memory_ttl", "default_in_redis_ttl", "supported_call_types", "mode", "scope",
 })
 ON_WORDS = {"on": True, "true": True, "enabled": True, "off": False, "false": False, "disabled": False}
 
@@ -60,6 +70,7 @@ class CacheSettings:
     max_entries: int = CACHE_MAX_ENTRIES
     max_bytes: int = CACHE_MAX_BYTES
     namespace: str = DEFAULT_NAMESPACE
+    scope: Scope = "team"  # who shares an entry (see the module docstring)
 
     def on_for(self, group: GroupCache, key_meta: Mapping[str, Any] | None,
                team_meta: Mapping[str, Any] | None) -> bool:
@@ -130,6 +141,9 @@ def cache_settings(litellm_settings: Mapping[str, Any], general_settings: Mappin
     namespace = params.get("namespace") or DEFAULT_NAMESPACE
     if not isinstance(namespace, str):
         raise ConfigError(f"litellm_settings.cache_params.namespace: must be a string, got {namespace!r}")
+    scope = params.get("scope", "team")
+    if scope not in SCOPES:
+        raise ConfigError(f"litellm_settings.cache_params.scope: must be team, key or global, got {scope!r}")
     groups: dict[str, list[Deployment]] = {}
     for dep in deployments:
         groups.setdefault(dep.model_name, []).append(dep)
@@ -139,7 +153,7 @@ def cache_settings(litellm_settings: Mapping[str, Any], general_settings: Mappin
         on=on, backend=backend, redis_url=redis_url, ttl_s=ttl,
         max_entries=_count(params.get("max_entries", CACHE_MAX_ENTRIES), "litellm_settings.cache_params.max_entries"),
         max_bytes=_count(params.get("max_bytes", CACHE_MAX_BYTES), "litellm_settings.cache_params.max_bytes"),
-        namespace=namespace.rstrip(":") + ":")
+        namespace=namespace.rstrip(":") + ":", scope=scope)
 
 
 def cache_settings_of(config) -> CacheSettings:

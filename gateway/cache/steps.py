@@ -1,7 +1,8 @@
 """The cache's two pipeline steps: ``cache_lookup`` (before admit) and ``cache_merge`` (after settle).
 
     cache_lookup  whether the request uses the cache (settings, the key's and team's metadata, the
-                  request's Cache-Control / x-decisions-cache); the canonical digests; one batched
+                  request's Cache-Control / x-decisions-cache); the canonical digests, within the
+                  caller's scope (its team by default: ``cache_params.scope``); one batched
                   lookup. Hits wait on ``ctx.cache``; ``ctx.req`` becomes the sub-request of the
                   misses (ids kept), so admit reserves and the router pays only for those; a full hit
                   leaves no question to ask (no reservation, no upstream call, cost 0).
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.cache.answer_cache import AnswerCache, Found, Hit
-from gateway.cache.keys import image_tokens, input_digest, question_digest
+from gateway.cache.keys import image_tokens, input_digest, question_digest, scope_of, scoped
 from gateway.cache.store import COST, VERSION, usage_of
 from gateway.router.headers import routing_headers
 from gateway.spend.cost import format_cost
@@ -129,7 +130,8 @@ async def cache_lookup(pipeline: CachePipeline, ctx: RequestContext) -> None:
         return
     req = ctx.req
     tokens = image_tokens(req)
-    outcome = CacheOutcome(req, input_digest(req, tokens), {q.id: question_digest(q, tokens) for q in req.questions},
+    input_sha = scoped(input_digest(req, tokens), scope_of(cache.settings.scope, identity))
+    outcome = CacheOutcome(req, input_sha, {q.id: question_digest(q, tokens) for q in req.questions},
                            store, cache.settings.ttl_for(group.policy))
     ctx.cache = outcome
     if lookup:

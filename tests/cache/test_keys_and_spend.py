@@ -83,7 +83,7 @@ def test_metadata_cache_on_a_key_or_its_team_switches_the_cache(gateway, upstrea
     overrides = admin(gateway, "/key/generate", {"team_id": team, "metadata": {"cache": "on"}}).json()["key"]
     key_off = admin(gateway, "/key/generate", {"metadata": {"cache": False}}).json()["key"]
     state = fresh_state("metadata")
-    ask(gateway, MASTER, s1_body(state))  # cached for whoever may use it
+    ask(gateway, overrides, s1_body(state))  # cached for the team (the cache's default scope)
     for key in (in_team, key_off):
         before = len(upstream.requests)
         response = ask(gateway, key, s1_body(state))
@@ -98,10 +98,12 @@ def test_a_budget_is_reserved_only_for_the_misses(gateway, upstream):
     """A budget too small for the worst case of paying for this input: a full hit still gets in (it
     reserves nothing and costs nothing); a partial hit reserves for its miss, and is refused."""
     state = fresh_state("budget") + " Details follow." * 500  # a worst case of about 2e-4 USD
-    key = admin(gateway, "/key/generate", {"max_budget": 1e-4}).json()["key"]
+    team = admin(gateway, "/team/new", {"team_alias": "budget-team"}).json()["team_id"]
+    key = admin(gateway, "/key/generate", {"max_budget": 1e-4, "team_id": team}).json()["key"]
+    payer = admin(gateway, "/key/generate", {"team_id": team}).json()["key"]  # the entries are the team's
     refused = ask(gateway, key, s1_body(state))
     assert refused.status_code == 400 and "budget" in refused.text.lower()
-    ask(gateway, MASTER, s1_body(state))
+    ask(gateway, payer, s1_body(state))
     before = len(upstream.requests)
     hit = ask(gateway, key, s1_body(state))
     assert hit.status_code == 200 and cache_counts(hit) == (3, 0) and upstream.requests[before:] == []
