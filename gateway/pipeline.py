@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 import time
 from collections import deque
@@ -52,10 +51,10 @@ from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compr
 from gateway.json_codec import json_bytes
 from gateway.router import Router
 from gateway.router.headers import deadline_ms_of, routing_headers
-from gateway.spend.cost import format_cost, worst_case_cost
+from gateway.spend.cost import format_cost
+from gateway.spend.estimate import TokenRatios, bounds, estimate
 from gateway.spend.log import SpendLog
 from providers.base import Deployment
-from providers.capabilities import estimate_tokens
 from providers.http_json import DANGER_ZONE_PREFIX
 from translators import systemone as systemone_wire
 from translators.errors import BODY, MODEL, DecisionError, RequestInvalid, UpstreamError
@@ -69,8 +68,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.pipeline")
 
 REQUEST_LOG_SIZE = 256
-COLD_TOKEN_RATIO = 4.0  # before a group's first answer: one token per character (the estimate is 4 a token)
-TOKEN_MARGIN = 1.25
 # Client headers a provider may forward upstream (TypeSafe-Danger-Zone-*; the provider decides).
 FORWARDED_HEADER_PREFIXES = (DANGER_ZONE_PREFIX,)
 
@@ -112,7 +109,7 @@ class Pipeline:
         self.observer: Observer | None = None  # metrics, the request log line, traces (gateway/observability)
         self.cache: AnswerCache | None = None  # the per-question answer cache (gateway/cache)
         self._background: set[asyncio.Future[Any]] = set()
-        self.token_ratios: dict[str, float] = {}  # model group -> largest counted / estimated input tokens
+        self.token_ratios = TokenRatios()  # per deployment and content kind: counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
 
     @property
@@ -162,18 +159,6 @@ class Pipeline:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def worst_tokens(self, group: str, estimated: int) -> int:
-        """A bound on what the upstream will count for an input estimated at ``estimated`` tokens:
-        the estimate times the largest ratio of counted to estimated tokens seen for the group (a
-        provider's prompt template adds tokens the estimate cannot see), with a margin; before any
-        answer was seen, one token per character."""
-        ratio = self.token_ratios.get(group, COLD_TOKEN_RATIO)
-        return max(1, math.ceil(estimated * ratio * TOKEN_MARGIN))
-
-    def observe_tokens(self, group: str, ratio: float) -> None:
-        seen = self.token_ratios.get(group)
-        self.token_ratios[group] = ratio if seen is None else max(seen, ratio)
-
     def find(self, request_id: str) -> RequestRecord | None:
         for entry in reversed(self.request_log):
             if entry.request_id == request_id:
@@ -203,8 +188,9 @@ async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
 async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The key's and its team's rate limits (rpm, tpm, parallel requests) and budget, counted
     atomically in the shared state (Redis with several gateways): 429 with Retry-After over a
-    limit, 400 over a budget. The budget is reserved at the request's worst-case cost and settled to
-    the true cost after the answer."""
+    limit, 400 over a budget. The budget is reserved at the request's worst-case cost (the learned
+    bound of each deployment it may reach, gateway/spend/estimate.py) and settled to the true cost
+    after the answer."""
     if pipeline.admission is None or ctx.identity is None or not ctx.identity.limited:
         return
     assert ctx.req is not None and ctx.model_group is not None
@@ -212,31 +198,41 @@ async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
         ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=0, worst_cost_usd=0.0)
         ctx.headers.update(ctx.ticket.headers)
         return
-    ctx.estimated_tokens = estimate_tokens(ctx.req)
-    tokens = pipeline.worst_tokens(ctx.model_group, ctx.estimated_tokens)
+    ctx.extra["estimate"] = est = estimate(ctx.req)
+    ctx.estimated_tokens = est.tokens
     reachable = [dep for name in pipeline.router.reachable_groups(ctx.model_group)
                  for dep in pipeline.registry.group(name)]
-    ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=tokens,
-                                                worst_cost_usd=worst_case_cost(tokens, reachable))
+    tokens, worst = bounds(pipeline.token_ratios, est, reachable)
+    ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=tokens, worst_cost_usd=worst)
     ctx.headers.update(ctx.ticket.headers)
 
 
 async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """Reservations become the true figures (an unknown cost keeps the worst case, never $0);
-    the key's spend goes out in x-litellm-key-spend."""
+    """Reservations become the true figures (an unknown cost keeps the worst case, never $0); each
+    answer teaches the token bound of the deployment that gave it (gateway/spend/estimate.py); the
+    key's spend goes out in x-litellm-key-spend, the counted spend with this call's cost."""
+    usage = ctx.result.usage if ctx.result is not None else None
+    answered = {dep.id for dep in ctx.tried}
+    if usage is not None and usage.input_tokens and ctx.deployment is not None and len(answered) <= 1:
+        est = ctx.extra.get("estimate") or (estimate(ctx.req) if ctx.req is not None and ctx.req.questions else None)
+        if est is not None:
+            pipeline.token_ratios.observe(ctx.deployment, est, usage.input_tokens)
     if ctx.ticket is None or pipeline.admission is None:
         return
-    usage = ctx.result.usage if ctx.result is not None else None
-    if usage is not None and usage.input_tokens and ctx.estimated_tokens and ctx.model_group is not None:
-        pipeline.observe_tokens(ctx.model_group, usage.input_tokens / ctx.estimated_tokens)
-    # Behind the response: the reservation only gets smaller (or stays, for an unknown cost), so the
-    # caller need not wait for it; the x-ratelimit-* headers are the ones admit counted.
-    pipeline.background(pipeline.admission.settle(ctx.ticket, tokens=usage.total_tokens if usage else None,
-                                                  cost_usd=ctx.cost))
-    ctx.settled, ctx.ticket = ctx.ticket, None  # settling owns it now: the run's end does not release it
-    spent = ctx.identity.key_limits.spend if ctx.identity is not None else None
+    ticket, ctx.ticket = ctx.ticket, None  # settling owns it now: the run's end does not release it
+    ctx.settled = ticket
+    settling = pipeline.admission.settle(ticket, tokens=usage.total_tokens if usage else None, cost_usd=ctx.cost)
+    if any(hold.kind == "budget" and hold.scope.kind == "key" for hold in ticket.holds):
+        await settling  # a key with a budget: its counted spend, this call's cost included, goes out
+    else:
+        # Behind the response: the reservation only gets smaller (or stays, for an unknown cost), so
+        # the caller need not wait for it; the x-ratelimit-* headers are the ones admit counted.
+        pipeline.background(settling)
+    spent = ticket.key_spend_usd
+    if spent is None and ctx.identity is not None and ctx.identity.key_limits.spend is not None:
+        spent = float(ctx.identity.key_limits.spend) + (ctx.cost or 0.0)  # no counter: the database's, and this call
     if spent is not None:
-        ctx.headers["x-litellm-key-spend"] = format_cost(float(spent) + (ctx.cost or 0.0))
+        ctx.headers["x-litellm-key-spend"] = format_cost(spent)
 
 
 async def read(pipeline: Pipeline, ctx: RequestContext) -> None:

@@ -149,22 +149,31 @@ def _builtin(provider: str, model: str | None) -> Price | None:
     return BUILTIN_PRICES.get(f"{provider}/{model}")
 
 
-# A request's tokens are estimated at about 4 characters a token (providers/capabilities.py); a
-# worst case counts twice that, so a budget reservation is rarely smaller than the true cost.
+# A pass-through's tokens are estimated from its body's size (gateway/passthrough/admit.py); its worst
+# case counts twice that, so a budget reservation is rarely smaller than the true cost.
 WORST_CASE_TOKEN_FACTOR = 2
+
+
+def cost_bound(tokens: int, dep: Deployment) -> float | None:
+    """What a call of ``tokens`` input tokens may cost on ``dep`` at most (None when it is unpriced:
+    its cost cannot be bounded)."""
+    price = price_for(dep)
+    if price is None:
+        return None
+    if price.long_context is not None and tokens > price.long_context[0]:
+        price = replace(price.long_context[1], per_request=price.per_request)
+    per_token = max(price.input, price.cache_write if price.cache_write is not None else 0.0)
+    return tokens * per_token + price.output + price.per_request
 
 
 def worst_case_cost(estimated_tokens: int, deployments) -> float | None:
     """What a request of about ``estimated_tokens`` input tokens may cost on the dearest of
-    ``deployments`` (None when one of them is unpriced: its cost cannot be bounded)."""
+    ``deployments``, at ``WORST_CASE_TOKEN_FACTOR`` times the estimate (None when one of them is
+    unpriced)."""
     worst = 0.0
     for dep in deployments:
-        price = price_for(dep)
-        if price is None:
+        bound = cost_bound(estimated_tokens * WORST_CASE_TOKEN_FACTOR, dep)
+        if bound is None:
             return None
-        tokens = estimated_tokens * WORST_CASE_TOKEN_FACTOR
-        if price.long_context is not None and tokens > price.long_context[0]:
-            price = replace(price.long_context[1], per_request=price.per_request)
-        per_token = max(price.input, price.cache_write if price.cache_write is not None else 0.0)
-        worst = max(worst, tokens * per_token + price.output + price.per_request)
+        worst = max(worst, bound)
     return worst
