@@ -8,6 +8,7 @@ promises a key makes on ``/v1/systemone``, through the same objects (gateway/aut
     authorize     the model the body names, as ``<provider>/<model>`` (``typesafe/jev-preview``), must be
                   among the key's and its team's models, by that name or by a configured model group
                   that a deployment of the same provider and model serves: 403 ``model_not_allowed``
+                  (also for a body that names none, to a server whose default model is its own)
     admit         rpm, tpm, parallel requests and budget (429 / 400 / 503, as on the decision routes);
                   the tokens estimated from the body's size, the worst case priced at the named model
     settle        a 2xx answer settles the reservation to the priced cost (the pipeline's ``settle``);
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import json
 
-from gateway.auth.errors import model_not_allowed
+from gateway.auth.errors import PermissionDenied, model_not_allowed
 from gateway.context import RequestContext
 from gateway.pipeline import Pipeline
 from gateway.pipeline import settle as settle_admission
 from gateway.spend.cost import worst_case_cost
 from providers.base import Deployment
 from providers.capabilities import CHARS_PER_TOKEN
+from translators.errors import MODEL
 
 MAX_MODEL_CHARS = 200
 TYPESAFE_DEFAULT_MODEL = "jev-latest"  # what TypeSafe answers a request that names no model with
@@ -59,9 +61,12 @@ async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
     model = model_of(ctx)
     if model is not None:
         ctx.model_group = deployment_of(ctx, model).model_name  # the spend row's model group
-    if identity is None or identity.models is None or model is None:
+    if identity is None or identity.models is None or ctx.extra["method"] != "POST":
         return
     provider, allowed = ctx.extra["target"].provider, identity.models
+    if model is None:  # the server would answer with a model of its own choosing
+        raise PermissionDenied(f"This key may use only its models ({', '.join(sorted(allowed)[:20]) or 'none'}); "
+                               f"name one of them in the body's model.", code="model_not_allowed", loc=MODEL)
     qualified = f"{provider}/{model}"
     if qualified in allowed:
         return

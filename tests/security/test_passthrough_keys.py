@@ -153,6 +153,8 @@ def test_other_pass_throughs_need_their_own_grant(gateway, laya):
     ok = relay(gateway, laya_key, "english", path="/laya/v1/systemone")
     assert ok.status_code == 200 and laya.last.header("authorization") == f"Bearer {LAYA_KEY}"
     assert relay(gateway, laya_key, "spanish", path="/laya/v1/systemone").status_code == 403
+    unnamed = relay(gateway, laya_key, None, path="/laya/v1/systemone")  # Laya would choose the model itself
+    assert unnamed.status_code == 403 and unnamed.json()["detail"]["error_type"] == "model_not_allowed"
     assert relay(gateway, MASTER, "spanish", path="/laya/v1/systemone").status_code == 200  # the master key: all
 
 
