@@ -37,9 +37,10 @@ JSON_TYPE = "application/json"
 
 async def fits(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The router's pre-call filter: 400 ``Unsupported`` (the first refusal) when no deployment of the
-    group, nor of its capacity fallbacks, can take the request."""
+    group, nor of its capacity fallbacks, can take the request; 403 when only capacity fallbacks the
+    caller may not use could."""
     assert ctx.req is not None and ctx.model_group is not None
-    refusal = pipeline.router.refusal(ctx.req, ctx.model_group)
+    refusal = pipeline.router.refusal(ctx.req, ctx.model_group, getattr(ctx.identity, "models", None))
     if refusal is not None:
         raise refusal
 

@@ -132,15 +132,23 @@ class Router:
             names.extend(self.settings.policy(name).capacity_fallbacks)
         return list(dict.fromkeys(names))
 
-    def refusal(self, req: DecisionRequest, group: str) -> Unsupported | None:
+    def refusal(self, req: DecisionRequest, group: str, allowed: frozenset[str] | None = None
+                ) -> DecisionError | None:
         """The pre-call filter alone, calling nothing: None when a deployment of ``group`` or of its
-        capacity fallbacks can take ``req``, else the group's first refusal (what ``route`` would raise)."""
+        capacity fallbacks (those in ``allowed``, when given) can take ``req``, else what ``route``
+        would raise: the group's first refusal, or ``FallbackNotAllowed``."""
         first: Unsupported | None = None
+        skipped: list[str] = []
         for n, name in enumerate([group, *self.settings.policy(group).capacity_fallbacks]):
+            if n and allowed is not None and name not in allowed:
+                skipped.append(name)
+                continue
             able, why = _able(self.registry.require_group(name) if n == 0 else self.registry.group(name), req)
             if able:
                 return None
             first = first or why
+        if skipped and first is not None and self.refusal(req, group) is None:
+            return FallbackNotAllowed(group, first, skipped)
         return first
 
     # ---- the request ------------------------------------------------------------------------------

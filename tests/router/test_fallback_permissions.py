@@ -99,4 +99,8 @@ def test_a_capacity_fallback_the_key_may_not_use_is_a_403_in_each_wire(gateway, 
     assert raised.value.body["code"] == "fallback_not_allowed" and "'expensive'" in raised.value.body["message"]
     assert fakes["expensive"].requests == [] and fakes["small"].requests == []
     assert ask(gateway, small_only, "small").status_code == 200  # a short input: small itself answers
+    checked = httpx.post(gateway.url + "/v1/systemone/validate", json={"model": "small", "state": LONG,
+                                                                        "questions": ONE},
+                         headers={"Authorization": f"Bearer {small_only}"}, timeout=30)
+    assert checked.status_code == 403 and checked.json()["detail"]["error_type"] == "fallback_not_allowed"
     assert ask(gateway, MASTER, "small", LONG).status_code == 200 and len(fakes["expensive"].requests) == 1
