@@ -95,18 +95,21 @@ def test_metadata_cache_on_a_key_or_its_team_switches_the_cache(gateway, upstrea
 
 
 def test_a_budget_is_reserved_only_for_the_misses(gateway, upstream):
-    """A budget too small for the worst case of paying for this input: a full hit still gets in (it
-    reserves nothing and costs nothing); a partial hit reserves for its miss, and is refused."""
+    """A budget too small for the worst case of paying for this input: the first call still gets in
+    (its true cost fits, gateway/admission), a full hit gets in and costs nothing, a partial hit
+    pays for its miss, the one call past the budget; then the spent budget refuses even a hit."""
     state = fresh_state("budget") + " Details follow." * 500  # a worst case of about 2e-4 USD
     team = admin(gateway, "/team/new", {"team_alias": "budget-team"}).json()["team_id"]
     key = admin(gateway, "/key/generate", {"max_budget": 1e-4, "team_id": team}).json()["key"]
-    payer = admin(gateway, "/key/generate", {"team_id": team}).json()["key"]  # the entries are the team's
-    refused = ask(gateway, key, s1_body(state))
-    assert refused.status_code == 400 and "budget" in refused.text.lower()
-    ask(gateway, payer, s1_body(state))
+    first = ask(gateway, key, s1_body(state))
+    assert first.status_code == 200 and float(first.headers["x-decisions-response-cost"]) < 1e-4
     before = len(upstream.requests)
     hit = ask(gateway, key, s1_body(state))
     assert hit.status_code == 200 and cache_counts(hit) == (3, 0) and upstream.requests[before:] == []
     assert hit.headers["x-decisions-response-cost"] == "0.0"
+    assert hit.headers["x-litellm-key-spend"] == first.headers["x-litellm-key-spend"]
     partial = ask(gateway, key, s1_body(state, {**S1_QUESTIONS, "spam": {"type": "noul", "instructions": "Spam?"}}))
-    assert partial.status_code == 400 and upstream.requests[before:] == []
+    assert partial.status_code == 200 and len(upstream.requests) == before + 1
+    assert float(partial.headers["x-litellm-key-spend"]) > 1e-4
+    refused = ask(gateway, key, s1_body(state))
+    assert refused.status_code == 400 and "budget" in refused.text.lower() and len(upstream.requests) == before + 1
