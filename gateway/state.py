@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway.admission.admission import Admission
+from gateway.auth.budget_resets import BudgetResets
 from gateway.auth.cache import KeyCache
 from gateway.auth.identity import Authenticator
 from gateway.auth.keys import KeyHasher, load_secret, master_key_of
@@ -68,6 +69,7 @@ class GatewayState:
     local_models: LocalModels = field(init=False)  # each local/ model's load state (gateway/health)
     readiness: Readiness = field(init=False)  # the checks behind /health/readiness
     reload: Reloader = field(init=False)  # SIGHUP and POST /config/reload (gateway/reload.py)
+    budget_resets: BudgetResets = field(init=False)  # budget periods end in the database too (gateway/auth)
 
     def __post_init__(self) -> None:
         config = self.config
@@ -97,6 +99,7 @@ class GatewayState:
         self.local_models = LocalModels()
         self.readiness = Readiness(self)
         self.reload = Reloader(self)
+        self.budget_resets = BudgetResets(lambda: self.spend.db, config.general_settings)
 
     @property
     def db(self) -> Database | None:
@@ -107,8 +110,10 @@ class GatewayState:
         await self.spend.start()
         await self.spend.wait_open(DB_START_WAIT_S)
         await self.observer.start()
+        self.budget_resets.start()
 
     async def close(self) -> None:
+        await self.budget_resets.close()
         await self.pipeline.router.health.drain()
         await self.pipeline.close()
         await self.spend.close()

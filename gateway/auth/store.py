@@ -20,6 +20,7 @@ from gateway.auth.durations import next_reset
 from gateway.auth.records import Entry, KeyRecord, Limits, TeamRecord
 from gateway.db.engine import Database
 from gateway.db.models import Team, VerificationToken
+from gateway.utc import utc
 from translators.errors import DecisionError
 
 Row = TypeVar("Row", VerificationToken, Team)
@@ -203,6 +204,14 @@ async def reset_budgets(db: Database, now: datetime | None = None) -> int:
     return len(keys) + len(teams)
 
 
+async def next_budget_reset(db: Database) -> datetime | None:
+    """The earliest ``budget_reset_at`` of any key or team (None when none has one), so that the
+    reset job can run when that period ends."""
+    async with db.sessions() as session:
+        found = [await session.scalar(sa.select(sa.func.min(model.budget_reset_at)))
+                 for model in (VerificationToken, Team)]
+    times = [utc(when) for when in found if when is not None]
+    return min(times) if times else None
 
 
 async def _due(session: AsyncSession, model: type[Row], now: datetime, lock: bool) -> Sequence[Row]:
