@@ -186,6 +186,9 @@ def _limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tpm", type=int, help="tokens per minute")
     parser.add_argument("--parallel", type=int, help="requests at once")
     parser.add_argument("--models", help="comma-separated model groups (default: all)")
+    parser.add_argument("--routes", help="comma-separated allowed_routes (default: every decision route)")
+    parser.add_argument("--passthrough-routes", help="comma-separated allowed_passthrough_routes, e.g. /typesafe "
+                                                     "(default: none; a key takes its team's)")
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -193,9 +196,13 @@ def _given(**fields: Any) -> dict[str, Any]:
 
 
 def _limit_fields(args: argparse.Namespace) -> dict[str, Any]:
-    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     return _given(max_budget=args.budget, budget_duration=args.budget_duration, rpm_limit=args.rpm,
-                  tpm_limit=args.tpm, max_parallel_requests=args.parallel, models=models)
+                  tpm_limit=args.tpm, max_parallel_requests=args.parallel, models=_listed(args.models),
+                  allowed_routes=_listed(args.routes), allowed_passthrough_routes=_listed(args.passthrough_routes))
+
+
+def _listed(text: str | None) -> list[str] | None:
+    return [item.strip() for item in text.split(",") if item.strip()] if text else None
 
 
 def _validate(model: type[schemas.Strict], fields: dict[str, Any]) -> Any:

@@ -7,12 +7,17 @@ keys are made through the admin API."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 
 import httpx
 import pytest
 from typesafe_sdk import TypeSafeClient
 
+from gateway.admin.cli import keys_main
+from gateway.auth.identity import Authenticator
+from gateway.db.engine import open_database
 from tests.admin_calls import admin_ok
 from tests.conftest import start_gateway
 from tests.fakes.selfhosted import FakeLaya
@@ -181,3 +186,28 @@ def test_a_restricted_keys_unknown_model_error_lists_only_its_own_models(gateway
     master = httpx.post(gateway.url + "/v1/systemone", json={**S1, "model": "nope"},
                         headers={"Authorization": f"Bearer {MASTER}"}, timeout=20)
     assert master.status_code == 400 and "cheap" in master.text and "preview" in master.text
+
+
+def test_the_shell_grants_a_pass_through(tmp_path, capsys):
+    """``decisions-gateway keys create --passthrough-routes /typesafe --routes ...`` on the admin CLI."""
+    master, db_url = "sk-cli-passthrough-master-0123", f"sqlite:///{tmp_path / 'cli.db'}"
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"model_list": [{"model_name": "cheap", "litellm_params": {
+        "model": "typesafe/jev-latest", "api_key": UPSTREAM_KEY}}],
+        "general_settings": {"master_key": master, "database_url": db_url}}))
+    assert keys_main(["--config", str(config), "create", "--passthrough-routes", "/typesafe, /laya/v1/systemone",
+                      "--routes", "/v1/systemone"]) == 0
+    made = capsys.readouterr().out.strip()
+
+    async def identity():
+        db = await open_database(db_url)
+        try:
+            return await Authenticator.build({"master_key": master}, db, None).resolve(made)
+        finally:
+            await db.close()
+
+    grants = asyncio.run(identity()).routes
+    assert grants.passthrough == ("/typesafe", "/laya/v1/systemone") and grants.key_routes == ("/v1/systemone",)
+    assert grants.allows("/typesafe/v1/systemone", passthrough=True)
+    assert not grants.allows("/bespoke/v1/systemone", passthrough=True)
+    assert not grants.allows("/v1/decisions", passthrough=False)
