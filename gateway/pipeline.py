@@ -200,8 +200,8 @@ async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
         return
     ctx.extra["estimate"] = est = estimate(ctx.req)
     ctx.estimated_tokens = est.tokens
-    reachable = [dep for name in pipeline.router.reachable_groups(ctx.model_group)
-                 for dep in pipeline.registry.group(name)]
+    reachable = [dep for name in pipeline.router.reachable_groups(ctx.model_group, ctx.identity.models)
+                 for dep in pipeline.registry.group(name)]  # the fallbacks the key may not use are never tried
     tokens, worst = bounds(pipeline.token_ratios, est, reachable)
     ctx.ticket = await pipeline.admission.admit(ctx.identity, estimated_tokens=tokens, worst_cost_usd=worst)
     ctx.headers.update(ctx.ticket.headers)

@@ -124,13 +124,14 @@ class Router:
                                                {name: registry.group(name) for name in registry.names})
         return cls(registry, settings, Health(MemoryState(), disable_cooldowns=settings.disable_cooldowns), upstream)
 
-    def reachable_groups(self, group: str) -> list[str]:
-        """The group and every group a request to it may end up in (fallbacks, capacity fallbacks)."""
+    def reachable_groups(self, group: str, allowed: frozenset[str] | None = None) -> list[str]:
+        """The group and every group a request to it may end up in (fallbacks, capacity fallbacks), of
+        those the caller may use (``allowed``; None: every one), as ``route`` filters them."""
         group_policy = self.settings.policy(group)
         names = [group, *group_policy.fallbacks[: self.settings.max_fallbacks]]
         for name in list(names):
             names.extend(self.settings.policy(name).capacity_fallbacks)
-        return list(dict.fromkeys(names))
+        return [name for n, name in enumerate(dict.fromkeys(names)) if not n or allowed is None or name in allowed]
 
     def refusal(self, req: DecisionRequest, group: str, allowed: frozenset[str] | None = None
                 ) -> DecisionError | None:

@@ -7,6 +7,8 @@ the admin API; the System One wire with httpx and the OpenAI wire with the opena
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import openai
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from tests.admin_calls import admin_ok
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
+from tests.shared_state.conftest import wait_for
 
 MASTER = "sk-master-fallback-perms-0123"
 KEY = "ts-fallback-perms-key"
@@ -104,3 +107,28 @@ def test_a_capacity_fallback_the_key_may_not_use_is_a_403_in_each_wire(gateway, 
                          headers={"Authorization": f"Bearer {small_only}"}, timeout=30)
     assert checked.status_code == 403 and checked.json()["detail"]["error_type"] == "fallback_not_allowed"
     assert ask(gateway, MASTER, "small", LONG).status_code == 200 and len(fakes["expensive"].requests) == 1
+
+
+def test_the_budget_holds_only_the_fallbacks_the_key_may_use(gateway, fakes):
+    """A request in flight holds its worst case against the key's budget: for a key limited to cheap,
+    cheap's alone, not that of expensive, the fallback it can never reach (ten times the price)."""
+    for group in ("cheap", "expensive"):  # each has answered: the bounds are learned, not unknown
+        assert ask(gateway, MASTER, group).status_code == 200
+
+    def held_in_flight(models: list[str]) -> float:
+        budgeted = admin(gateway, "/key/generate", {"models": models, "max_budget": 1.0})["key"]
+        fakes["cheap"].hang_next(30.0)
+        worker = threading.Thread(target=ask, args=(gateway, budgeted, "cheap"))
+        worker.start()
+        try:
+            wait_for(lambda: fakes["cheap"].hanging, what="the call held at cheap")
+            info = httpx.get(gateway.url + "/key/info", params={"key": budgeted},
+                             headers={"Authorization": f"Bearer {budgeted}"}, timeout=20)
+            assert info.status_code == 200, info.text
+            return info.json()["usage"]["period_spend"]
+        finally:
+            fakes["cheap"].release()
+            worker.join(timeout=30)
+
+    cheap_only, both = held_in_flight(["cheap"]), held_in_flight(["cheap", "expensive"])
+    assert 0 < cheap_only and both > 5 * cheap_only, (cheap_only, both)
