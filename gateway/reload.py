@@ -19,9 +19,16 @@ cache's settings (``litellm_settings.cache``, ``cache_params``, a group's ``mode
 A reload that changes one of them keeps the running value, says so in ``restart_required`` (and
 in a warning line); ``state.config`` is the config in force.
 
+Any failure to reload (a file that is not UTF-8, or one the loader did not foresee) is a
+``ConfigError`` naming the file: a 400 on ``POST /config/reload``, a log line for SIGHUP; the running
+config stays.
+
 Under ``--workers N`` the parent process validates the file on SIGHUP and forwards the signal to
-every worker (gateway/edge/workers.py); ``POST /config/reload`` reloads the worker that answered and
-then signals the parent, so every worker reloads.
+every worker (gateway/edge/workers.py). ``POST /config/reload`` validates the file in the worker that
+answered (a broken one is a 400 and no worker is signalled), signals the parent, and answers 200 only
+once every live worker has reloaded to that same file (``gateway/config/generations.py``: each worker
+publishes its generation and the digest of its file); a worker whose reload failed makes it a 400
+naming the worker and the error, workers that do not all confirm within ``WORKERS_RELOAD_S`` a 503.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from fastapi.responses import JSONResponse
 
 from gateway.admin.common import AdminRoute, error_response
 from gateway.auth.errors import PermissionDenied
+from gateway.config import generations
 from gateway.config.errors import ConfigError
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, build_limits_settings, load_config
@@ -60,6 +68,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gateway.reload")
 
 SUPERVISOR_ENV = "DECISIONS_GATEWAY_SUPERVISOR_PID"  # set for the workers of ``--workers N``
+WORKERS_RELOAD_S = 60.0  # POST /config/reload under --workers: how long every worker has to confirm
 
 # Bound at start: a reload keeps the running value and reports the key under restart_required.
 START_BOUND = {
@@ -162,8 +171,18 @@ class Reloader:
         self.generation = 1
         self.loaded_at = time.time()
         self.last_error: str | None = None
+        self.attempts = 0  # reloads attempted, failed ones included (published for POST /config/reload)
+        self.last_summary: dict[str, Any] = {}
         self._lock = asyncio.Lock()
         self._signalled: set[asyncio.Task[None]] = set()
+        self._publish()
+
+    def _publish(self) -> None:
+        try:
+            generations.publish(generations.Generation(os.getpid(), self.generation, self.state.config.digest,
+                                                       self.attempts, self.last_error))
+        except OSError as exc:  # the folder went away: POST /config/reload then cannot confirm this worker
+            log.warning("could not publish this worker's config generation: %s", exc)
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": str(self.path) if self.path else self.state.config.source,
@@ -175,13 +194,12 @@ class Reloader:
     async def reload(self) -> dict[str, Any]:
         """Read, validate, build, warm, swap; ``ConfigError`` (nothing changed) when the file is unusable."""
         async with self._lock:
-            if self.path is None:
-                raise ConfigError("there is no config file to reload: the gateway was started without --config")
+            self.attempts += 1
             try:
-                new = await asyncio.to_thread(load_config, self.path)
-                built = build(self.state, new)
+                built = await self._load()
             except ConfigError as exc:
                 self.last_error = str(exc)
+                self._publish()
                 raise
             local_errors = await self.state.local_models.warm(built.registry.local_model_refs())
             before = groups_of(self.state.registry)
@@ -197,6 +215,8 @@ class Reloader:
         }
         if local_errors:
             summary["local_model_errors"] = local_errors
+        self.last_summary = summary
+        self._publish()
         log.info("config reloaded from %s (generation %d): %d models; added %s, removed %s, changed %s",
                  self.path, self.generation, len(summary["models"]), summary["added"] or "none",
                  summary["removed"] or "none", summary["changed"] or "none")
@@ -204,6 +224,47 @@ class Reloader:
             log.warning("config reload: %s changed but only take effect after a restart; the running values "
                         "stay", ", ".join(built.restart_required))
         return summary
+
+    async def _load(self) -> Built:
+        """The file read, validated and built beside the running config; any failure a ``ConfigError``."""
+        if self.path is None:
+            raise ConfigError("there is no config file to reload: the gateway was started without --config")
+        try:
+            return build(self.state, await asyncio.to_thread(load_config, self.path))
+        except ConfigError:
+            raise
+        except Exception as exc:  # what the loader did not foresee: still no reload, said as such
+            log.exception("config reload from %s failed", self.path)
+            raise ConfigError(f"{self.path}: cannot be loaded: {type(exc).__name__}: {exc}") from None
+
+    async def reload_everywhere(self) -> dict[str, Any]:
+        """``POST /config/reload``: this process's reload, or under ``--workers N`` every worker's (see above)."""
+        if not generations.shared():
+            return await self.reload()
+        digest = (await self._load()).config.digest  # a broken file is a 400 here, and no worker is signalled
+        before = generations.running()
+        if not signal_supervisor():
+            raise WorkersDisagree("the supervisor process is gone, so the other workers cannot be told; "
+                                  "restart the gateway")
+        deadline = time.monotonic() + WORKERS_RELOAD_S
+        while True:
+            now = generations.running()
+            done = {pid: g for pid, g in now.items() if pid not in before or g.attempts > before[pid].attempts}
+            failed = [g for g in done.values() if g.pid in before and g.error]
+            if failed:
+                raise ConfigError(f"worker {failed[0].pid} did not reload: {failed[0].error}")
+            if len(done) == len(now):
+                break
+            if time.monotonic() > deadline:
+                waiting = ", ".join(str(pid) for pid in sorted(set(now) - set(done)))
+                raise WorkersDisagree(f"workers {waiting} did not reload within {WORKERS_RELOAD_S:g} s")
+            await asyncio.sleep(0.05)
+        others = sorted(str(g.pid) for g in now.values() if g.digest != digest)
+        if others:
+            raise WorkersDisagree(f"workers {', '.join(others)} run another version of {self.path} (it changed "
+                                  "during the reload); reload again")
+        return {**self.last_summary, "generation": self.generation,
+                "workers": {str(pid): g.generation for pid, g in sorted(now.items())}}
 
     def _swap(self, built: Built) -> None:
         """One step of the event loop: requests that started before keep the old pipeline."""
@@ -248,6 +309,10 @@ class Reloader:
             log.exception("config reload on SIGHUP failed; the running config stays")
 
 
+class WorkersDisagree(Exception):
+    """Under ``--workers N``: not every worker confirmed the reload (the message says which, and why)."""
+
+
 def ignore_sighup_until_started() -> None:
     """A SIGHUP before the app has installed its handler must not end the process (SIGHUP's default)."""
     if hasattr(signal, "SIGHUP") and threading.current_thread() is threading.main_thread():
@@ -272,11 +337,12 @@ async def config_reload(request: Request) -> JSONResponse:
         raise PermissionDenied("Only the master key may reload the config.", code="admin_only")
     reloader: Reloader = request.app.state.gateway.reload
     try:
-        summary = await reloader.reload()
+        summary = await reloader.reload_everywhere()
     except ConfigError as exc:
         return error_response(DecisionError(status=400, message=f"The config was not reloaded; the running "
                                             f"config stays. {exc}", type="invalid_request_error",
                                             code="invalid_config"))
-    if signal_supervisor():
-        summary["workers"] = "every worker reloads: SIGHUP was sent to the parent process"
+    except WorkersDisagree as exc:
+        return error_response(DecisionError(status=503, message=f"The config was not reloaded by every worker: "
+                                            f"{exc}.", type="service_unavailable", code="reload_incomplete"))
     return JSONResponse(summary)

@@ -44,6 +44,7 @@ class GatewayConfig:
     request_limits: Any = None  # translators.limits.RequestLimits
     limits: Any = None  # gateway.config.limits.LimitsSettings: body, JSON, multipart, upstream and time caps
     source: str = "<built-in default>"
+    digest: str = ""  # sha256 of the file's bytes ("" when not read from a file): which file a worker runs
 
     @property
     def master_key(self) -> str | None:
@@ -72,7 +73,9 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
                           "save the file as UTF-8") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    return build_config(raw if raw is not None else {}, environ, source=str(path))
+    config = build_config(raw if raw is not None else {}, environ, source=str(path))
+    config.digest = hashlib.sha256(data).hexdigest()
+    return config
 
 
 def build_config(raw: Any, environ: Mapping[str, str], source: str = "<config>") -> GatewayConfig:

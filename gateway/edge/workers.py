@@ -5,7 +5,9 @@ unusable file is logged, naming the entry, and every worker keeps the running co
 one is forwarded as SIGHUP to every worker, each of which reloads in place without dropping a
 request (gateway/reload.py). uvicorn's own SIGHUP would replace every worker by a new process
 instead: warm connections, caches and loaded ``local/`` models lost, and a broken file found out
-only by a worker failing to start.
+only by a worker failing to start. Nothing a SIGHUP meets ends the supervisor's loop: a failure the
+loader did not foresee is logged like an unusable file, and SIGTERM, SIGINT and the next SIGHUP keep
+working.
 
 SIGTERM (or SIGINT) to the parent: it closes its copy of the listening socket at once, so that a
 new connection is refused once the workers have closed theirs, rather than left in the queue of a
@@ -28,6 +30,7 @@ import uvicorn
 from uvicorn.supervisors.multiprocess import Multiprocess
 
 from gateway.config.errors import ConfigError
+from gateway.config.generations import use_generations_folder
 from gateway.config.loader import load_config
 from gateway.reload import SUPERVISOR_ENV
 
@@ -40,6 +43,12 @@ class GatewaySupervisor(Multiprocess):
         self.config_path = config_path
 
     def handle_hup(self) -> None:
+        try:
+            self._reload_workers()
+        except Exception:  # a bug must not end the loop that handles SIGTERM: log it, keep supervising
+            log.exception("config reload on SIGHUP failed; every worker keeps the running config")
+
+    def _reload_workers(self) -> None:
         if self.config_path is None:
             log.error("SIGHUP: there is no config file to reload: the gateway was started without --config")
             return
@@ -69,5 +78,6 @@ class GatewaySupervisor(Multiprocess):
 def run_workers(config: uvicorn.Config, config_path: str | None) -> None:
     """Bind the socket, start ``config.workers`` workers, supervise them until SIGTERM or SIGINT."""
     os.environ[SUPERVISOR_ENV] = str(os.getpid())  # POST /config/reload in a worker signals this process
+    use_generations_folder()  # ... and waits there until every worker has reloaded
     sock = config.bind_socket()
     GatewaySupervisor(config, [sock], config_path).run()
