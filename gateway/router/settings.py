@@ -72,7 +72,9 @@ DEFAULT_POLICY = GroupPolicy()
 def router_settings(router: Mapping[str, Any], litellm: Mapping[str, Any],
                     groups: Mapping[str, Sequence[Any]]) -> RouterSettings:
     """``groups``: model group name -> its deployments (``Deployment``, for their ``model_info``)."""
-    merged = {**{k: v for k, v in litellm.items() if k in _LITELLM_ROUTER_KEYS}, **router}
+    inherited = {k: v for k, v in litellm.items() if k in _LITELLM_ROUTER_KEYS and k not in router}
+    _group_values(inherited, "litellm_settings")  # a bad one is named where it is written
+    merged = {**inherited, **router}
     base = _group_values(merged, "router_settings")
     per_group = _mapping(merged.get("model_group_settings"), "router_settings.model_group_settings")
     fallbacks = _fallback_map(merged.get("fallbacks"), "fallbacks")

@@ -40,7 +40,7 @@ def load(tmp_path, text: str):
     ("router_settings: {cooldown_time: .inf}\n", "router_settings.cooldown_time"),
     ("router_settings: {cooldown_time: .nan}\n", "router_settings.cooldown_time"),
     ("router_settings: {num_retries: 1000000000}\n", "router_settings.num_retries"),
-    ("litellm_settings: {num_retries: 1000000000}\n", "router_settings.num_retries"),
+    ("litellm_settings: {num_retries: 1000000000}\n", "litellm_settings.num_retries"),
     ("router_settings: {model_group_settings: {jev: {deadline_ms: .inf}}}\n",
      "router_settings.model_group_settings.jev.deadline_ms"),
 ])
