@@ -85,7 +85,7 @@ async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
     tokens = max(1, len(ctx.raw) // CHARS_PER_TOKEN) if ctx.raw else 0
     model = model_of(ctx)
     # Every byte one token at the worst (the body's JSON is more than the upstream counts), priced at
-    # the named model; unpriced (or no model): None, let in while the budget is not spent.
+    # the named model; unpriced (or no model): None, and admission's rule for an unknown cost applies.
     worst = worst_case_cost(len(ctx.raw), [deployment_of(ctx, model)]) if model is not None else None
     ctx.estimated_tokens = tokens
     ctx.ticket = await pipeline.admission.admit(identity, estimated_tokens=tokens, worst_cost_usd=worst)
