@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 import re
+import time
 from datetime import datetime
 
 import httpx
@@ -20,7 +21,7 @@ from gateway.config.loader import load_config
 from gateway.spend.estimate import STEP
 from tests.conftest import start_gateway
 from tests.fakes import answers
-from tests.fakes.harness import Recorded
+from tests.fakes.harness import Recorded, Scripted
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.shared_state.conftest import REDIS_URL, wait_for
 
@@ -36,11 +37,17 @@ DEAR = 2.5e-4  # on "templated": a call costs about $0.5
 
 class CountingTypeSafe(FakeTypeSafe):
     """TypeSafe counting its body's tokens, plus OUTLIER_TOKENS for a state with HEAVY or an image,
-    plus ``template`` tokens on every call."""
+    plus ``template`` tokens on every call; each answer after ``delay`` seconds."""
 
-    def __init__(self, api_key: str, template: int = 0) -> None:
+    def __init__(self, api_key: str, template: int = 0, delay: float = 0.0) -> None:
         super().__init__(api_key)
         self.template = template
+        self.delay = delay
+
+    def handle(self, rec: Recorded) -> Scripted:
+        if self.delay:
+            time.sleep(self.delay)  # a slow upstream: every request of a burst is in flight at once
+        return super().handle(rec)
 
     def usage(self, rec: Recorded, body: dict) -> dict:
         extra = OUTLIER_TOKENS if HEAVY in json.dumps(body.get("state")) or body.get("assets") else 0
