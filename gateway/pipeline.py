@@ -213,10 +213,10 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
     key's spend goes out in x-litellm-key-spend, the counted spend with this call's cost."""
     usage = ctx.result.usage if ctx.result is not None else None
     answered = {dep.id for dep in ctx.tried}
-    if usage is not None and usage.input_tokens and ctx.deployment is not None and len(answered) <= 1:
+    if usage is not None and ctx.deployment is not None and len(answered) <= 1:
         est = ctx.extra.get("estimate") or (estimate(ctx.req) if ctx.req is not None and ctx.req.questions else None)
         if est is not None:
-            pipeline.token_ratios.observe(ctx.deployment, est, usage.input_tokens)
+            pipeline.token_ratios.observe(ctx.deployment, est, usage.input_tokens, ctx.cost)
     if ctx.ticket is None or pipeline.admission is None:
         return
     ticket, ctx.ticket = ctx.ticket, None  # settling owns it now: the run's end does not release it

@@ -70,15 +70,32 @@ def test_a_high_quantile_keeps_most_answers_under_the_bound():
     assert all(counted <= ratio * MARGIN * TEXT.tokens for counted in counts[-500:])
 
 
-def test_the_worst_case_is_the_dearest_reachable_deployment_and_unknown_until_each_answered():
+def test_the_worst_case_is_the_dearest_reachable_deployment_and_unknown_until_one_answered():
     ratios = TokenRatios()
     tokens, worst = bounds(ratios, TEXT, [CHEAP, DEAR])
     assert worst is None and tokens == 500  # cold: no bound, one token a character for the tpm
-    ratios.observe(CHEAP, TEXT, 200)
-    assert bounds(ratios, TEXT, [CHEAP, DEAR])[1] is None  # DEAR never answered
+    ratios.observe(CHEAP, TEXT, 600)
+    tokens, worst = bounds(ratios, TEXT, [CHEAP, DEAR])  # DEAR never answered: at CHEAP's ratio, 6
+    assert tokens == 750 and worst == pytest.approx(750 * 1e-5)
     ratios.observe(DEAR, TEXT, 100)
     tokens, worst = bounds(ratios, TEXT, [CHEAP, DEAR])
-    assert tokens == 250 and worst == pytest.approx(max(250 * 1e-6, 125 * 1e-5))
+    assert tokens == 750 and worst == pytest.approx(max(750 * 1e-6, 125 * 1e-5))
+    fallback = Deployment("other", "typesafe", "jev-preview", id="fallback", input_cost_per_token=1e-5)
+    fresh = TokenRatios()
+    fresh.observe(CHEAP, TEXT, 110)
+    assert bounds(fresh, TEXT, [CHEAP, fallback])[1] == pytest.approx(500 * 1e-5)  # one token a character, at least
     unpriced = Deployment("other", "openrouter", "some/model", id="unpriced")
     ratios.observe(unpriced, TEXT, 100)
     assert bounds(ratios, TEXT, [CHEAP, unpriced])[1] is None
+
+
+def test_an_unpriced_deployment_whose_upstream_reports_the_cost_learns_a_bound_too():
+    ratios = TokenRatios()
+    reported = Deployment("router", "openrouter", "some/model", id="reported")
+    assert bounds(ratios, TEXT, [reported])[1] is None
+    ratios.observe(reported, TEXT, 120, cost_usd=0.002)
+    assert bounds(ratios, TEXT, [reported])[1] == pytest.approx(0.002 * MARGIN)
+    ratios.observe(reported, TEXT, 120, cost_usd=5.0)  # one outlier: one bounded step
+    assert bounds(ratios, TEXT, [reported])[1] == pytest.approx(0.002 * STEP * MARGIN)
+    ratios.observe(CHEAP, TEXT, 120, cost_usd=5.0)  # a priced deployment's own price is the bound
+    assert ratios.usd_per_token(CHEAP, "text") is None
