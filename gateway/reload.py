@@ -27,8 +27,8 @@ Under ``--workers N`` the parent process validates the file on SIGHUP and forwar
 every worker (gateway/edge/workers.py). ``POST /config/reload`` validates the file in the worker that
 answered (a broken one is a 400 and no worker is signalled), signals the parent, and answers 200 only
 once every live worker has reloaded to that same file (``gateway/config/generations.py``: each worker
-publishes its generation and the digest of its file); a worker whose reload failed makes it a 400
-naming the worker and the error, workers that do not all confirm within ``WORKERS_RELOAD_S`` a 503.
+publishes its generation and the digest of its file). A worker whose reload failed, workers that do
+not all confirm within ``WORKERS_RELOAD_S``, or a supervisor that is gone make it a 503 naming them.
 """
 
 from __future__ import annotations
@@ -246,25 +246,31 @@ class Reloader:
         if not signal_supervisor():
             raise WorkersDisagree("the supervisor process is gone, so the other workers cannot be told; "
                                   "restart the gateway")
-        deadline = time.monotonic() + WORKERS_RELOAD_S
-        while True:
-            now = generations.running()
-            done = {pid: g for pid, g in now.items() if pid not in before or g.attempts > before[pid].attempts}
-            failed = [g for g in done.values() if g.pid in before and g.error]
-            if failed:
-                raise ConfigError(f"worker {failed[0].pid} did not reload: {failed[0].error}")
-            if len(done) == len(now):
-                break
-            if time.monotonic() > deadline:
-                waiting = ", ".join(str(pid) for pid in sorted(set(now) - set(done)))
-                raise WorkersDisagree(f"workers {waiting} did not reload within {WORKERS_RELOAD_S:g} s")
-            await asyncio.sleep(0.05)
+        now = await self._confirmed(before)
         others = sorted(str(g.pid) for g in now.values() if g.digest != digest)
         if others:
             raise WorkersDisagree(f"workers {', '.join(others)} run another version of {self.path} (it changed "
                                   "during the reload); reload again")
         return {**self.last_summary, "generation": self.generation,
                 "workers": {str(pid): g.generation for pid, g in sorted(now.items())}}
+
+    async def _confirmed(self, before: dict[int, generations.Generation]) -> dict[int, generations.Generation]:
+        """Every live worker's status once each has attempted a reload since ``before`` (a worker started
+        since then loaded the file at start); ``WorkersDisagree`` when one failed or the time is up."""
+        deadline = time.monotonic() + WORKERS_RELOAD_S
+        while True:
+            now = generations.running()
+            done = {pid: g for pid, g in now.items() if pid not in before or g.attempts > before[pid].attempts}
+            failed = [g for g in done.values() if g.pid in before and g.error]
+            if failed:  # the others may have reloaded: the workers now disagree
+                raise WorkersDisagree(f"worker {failed[0].pid} did not reload ({failed[0].error}); fix the file and "
+                                      "reload again")
+            if len(done) == len(now):
+                return now
+            if time.monotonic() > deadline:
+                waiting = ", ".join(str(pid) for pid in sorted(set(now) - set(done)))
+                raise WorkersDisagree(f"workers {waiting} did not reload within {WORKERS_RELOAD_S:g} s")
+            await asyncio.sleep(0.05)
 
     def _swap(self, built: Built) -> None:
         """One step of the event loop: requests that started before keep the old pipeline."""
