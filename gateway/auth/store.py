@@ -45,14 +45,24 @@ def _limits(row: VerificationToken | Team) -> Limits:
 def key_record(row: VerificationToken) -> KeyRecord:
     return KeyRecord(token=row.token, key_alias=row.key_alias, key_prefix=row.key_prefix, team_id=row.team_id,
                      models=tuple(row.models or ()), limits=_limits(row), expires=row.expires,
-                     blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}), tags=tuple(row.tags or ()),
+                     blocked=bool(row.blocked), metadata=_object(row.metadata_), tags=_texts(row.tags),
                      created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
 
 
 def team_record(row: Team) -> TeamRecord:
     return TeamRecord(team_id=row.team_id, team_alias=row.team_alias, models=tuple(row.models or ()),
-                      limits=_limits(row), blocked=bool(row.blocked), metadata=dict(row.metadata_ or {}),
+                      limits=_limits(row), blocked=bool(row.blocked), metadata=_object(row.metadata_),
                       created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``metadata``: anything but a JSON object (written by hand into the table) reads as empty."""
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    """``tags``: the strings of a JSON array; anything else reads as none."""
+    return tuple(entry for entry in value if isinstance(entry, str)) if isinstance(value, list) else ()
 
 
 def _routes(row: VerificationToken | Team) -> dict[str, tuple[str, ...]]:

@@ -4,6 +4,7 @@ naming the field before anything is written, and a listing that never fails on a
 from __future__ import annotations
 
 import httpx
+import sqlalchemy as sa
 
 from tests.admin.conftest import AdminEnv
 from tests.admin.test_keys_api import error_of, generate
@@ -103,3 +104,21 @@ async def test_aliases_differing_only_by_case_or_surrounding_space_are_refused(e
     renamed = await admin.post("/key/update", json={"key": ops["token"], "key_alias": "ops team"})
     assert renamed.status_code == 200 and renamed.json()["key_alias"] == "ops team"
     assert await counts(env) == (2, 0)
+
+
+async def test_a_listing_shows_stored_metadata_and_tags_of_the_wrong_shape_as_empty(env: AdminEnv):
+    """Written by hand: metadata an array, tags a number. Both databases can hold them (JSON / JSONB)."""
+    admin = env.client()
+    key = await generate(admin, key_alias="shapes", metadata={"a": 1}, tags=["t"])
+    assert (await admin.post("/team/new", json={"team_id": "t-shapes", "metadata": {"a": 1}})).status_code == 200
+    cast = "CAST(:value AS JSONB)" if env.db.dialect == "postgresql" else ":value"
+    async with env.db.engine.begin() as conn:
+        await conn.execute(sa.text(f"UPDATE verification_tokens SET metadata = {cast}"), {"value": "[1, 2]"})
+        await conn.execute(sa.text(f"UPDATE verification_tokens SET tags = {cast}"), {"value": "5"})
+        await conn.execute(sa.text(f"UPDATE teams SET metadata = {cast}"), {"value": '"text"'})
+    listed = await admin.get("/key/list", params={"return_full_object": "true"})
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["keys"][0]["metadata"] == {} and listed.json()["keys"][0]["tags"] == []
+    teams = await admin.get("/team/list")
+    assert teams.status_code == 200 and teams.json()[0]["metadata"] == {}, teams.text
+    assert (await admin.get("/key/info", params={"key": key["token"]})).status_code == 200
