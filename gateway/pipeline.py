@@ -213,7 +213,7 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
     key's spend goes out in x-litellm-key-spend, the counted spend with this call's cost."""
     usage = ctx.result.usage if ctx.result is not None else None
     answered = {dep.id for dep in ctx.tried}
-    if usage is not None and ctx.deployment is not None and len(answered) <= 1:
+    if pipeline.admission is not None and usage is not None and ctx.deployment is not None and len(answered) <= 1:
         est = ctx.extra.get("estimate") or (estimate(ctx.req) if ctx.req is not None and ctx.req.questions else None)
         if est is not None:
             pipeline.token_ratios.observe(ctx.deployment, est, usage.input_tokens, ctx.cost)
