@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any
 
-from gateway.decode.body import _marking_repeats, _Repeated  # the decision routes' marker of a repeated key
+from gateway.decode.repeats import Repeated, marking_repeats  # the decision routes' marker of a repeated key
 from translators.errors import RequestInvalid, format_param
 from translators.json_depth import nesting_exceeds
 
@@ -51,7 +51,7 @@ def parse_admin_json(raw: bytes) -> Any:
         raise RequestInvalid(f"The request body nests arrays and objects more than {MAX_DEPTH} levels deep.",
                              None, code="json_too_deep")
     try:
-        value = json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_marking_repeats, parse_float=_float,
+        value = json.loads(raw.decode("utf-8-sig"), object_pairs_hook=marking_repeats, parse_float=_float,
                            parse_constant=_NotANumber)
     except UnicodeDecodeError:
         raise RequestInvalid("The request body is not UTF-8 text.", None, code="json_invalid") from None
@@ -71,7 +71,7 @@ def _check(root: Any, *, check_text: bool) -> None:
         if check_text and isinstance(item, str) and _SURROGATE.search(item):
             raise _refused(path, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not Unicode "
                                  "text; send valid UTF-8", "invalid_text")
-        if isinstance(item, _Repeated):
+        if isinstance(item, Repeated):
             raise _refused((*path, item.repeated), "is given more than once; send each key once (the last one "
                                                    "would silently win)", "duplicate_key")
         if isinstance(item, dict):

@@ -36,6 +36,7 @@ from starlette.requests import ClientDisconnect
 
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.decode.multipart import MultipartError, split_multipart
+from gateway.decode.repeats import Repeated, marking_repeats
 from translators.json_depth import nesting_exceeds
 from translators.wire_errors import json_kind_name
 
@@ -187,29 +188,13 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return obj
 
 
-class _Repeated(dict):
-    """An object that repeated a key (only built to name it and its place in the error message)."""
-
-    repeated: str = ""
-
-
-def _marking_repeats(pairs: list[tuple[str, Any]]) -> dict:
-    obj = dict(pairs)
-    if len(obj) == len(pairs):
-        return obj
-    marked = _Repeated(obj)
-    seen: set[str] = set()
-    marked.repeated = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
-    return marked
-
-
 def _repeated_key(what: str, text: str) -> BodyError:
     """Name the first repeated key and where it is (a second, marking parse: the error path only)."""
-    root = json.loads(text, object_pairs_hook=_marking_repeats)
+    root = json.loads(text, object_pairs_hook=marking_repeats)
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(root, ())]
     while stack:
         item, path = stack.pop()
-        if isinstance(item, _Repeated):
+        if isinstance(item, Repeated):
             where = f"in {_format_path(path)}" if path else "at the top level"
             return BodyError("json", f"{what[0].upper()}{what[1:]} gives the key {_shown(item.repeated)} more "
                                      f"than once {where}; send each key once (the last one would silently win).")
