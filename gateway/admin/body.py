@@ -66,7 +66,7 @@ def _check(root: Any, *, check_text: bool) -> None:
     while stack:
         item, path = stack.pop()
         if isinstance(item, _NotANumber):
-            raise _refused(path, f"{item.text} is not a finite JSON number; send finite numbers only",
+            raise _refused(path, f"holds {item.text}, which is not a finite JSON number; send finite numbers only",
                            "invalid_number")
         if check_text and isinstance(item, str) and _SURROGATE.search(item):
             raise _refused(path, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not Unicode "
