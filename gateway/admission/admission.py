@@ -97,7 +97,7 @@ from gateway.admission.errors import BudgetExceeded, LimitsUnavailable, RateLimi
 from gateway.admission.ticket import EMPTY_TICKET, Hold, Scope, Ticket, limit_headers, rate_limited, scopes_of  # noqa: F401 - Scope, Ticket and EMPTY_TICKET are re-exported
 from gateway.auth.records import Identity, Limits
 from gateway.shared_state import MemoryState, SharedState
-from gateway.shared_state.budget import RESERVED, SPENT, TURN
+from gateway.shared_state.budget import RESERVED, SPENT, TURN, BudgetView
 
 log = logging.getLogger("gateway.admission")
 
@@ -146,6 +146,7 @@ class Admission:
         self._flusher: asyncio.Task[None] | None = None
         self._last_error: str | None = None
         self._periods: dict[tuple[str, datetime], Period] = {}
+        self._undoing: set[asyncio.Future[None]] = set()  # reservations given back after a cancelled admit
 
     # ---- readiness ------------------------------------------------------------------------------
 
@@ -340,15 +341,14 @@ class Admission:
         else:
             period, seed = self._period(limits, datetime.fromtimestamp(now, UTC)), \
                 micro(limits.current_spend(datetime.fromtimestamp(now, UTC)))
-        key, store = self.key_of("spend", scope, period), self._store(local)
+        key = self.key_of("spend", scope, period)
         budget = micro(limits.max_budget or 0.0)
         worst = None if ticket.cost_usd is None else worst_micro(ticket.cost_usd)
         ends_at = period.end.timestamp() if period.end is not None else math.inf
         waited_until = time.monotonic() + self.budget_wait_s
         pause = WAIT_FIRST_S
         while True:
-            view = await self._call(local, store.budget_reserve(key, period.window_s, budget, worst, seed,
-                                                                ticket.token, TURN_TTL_S))
+            view = await self._reserve_once(local, key, period.window_s, budget, worst, seed, ticket.token)
             if view.verdict in (RESERVED, TURN):
                 ticket.holds.append(Hold("budget", scope, key, view.amount, local, period.window_s, ends_at, budget,
                                          view.spent + view.held + view.amount,
@@ -359,6 +359,31 @@ class Admission:
                                      scope=scope.kind)
             await asyncio.sleep(pause)
             pause = min(WAIT_MAX_S, pause * 2)
+
+    async def _reserve_once(self, local: bool, key: str, window_s: float, budget: int, worst: int | None,
+                            seed: int, token: str) -> BudgetView:
+        """One ``budget_reserve``. Cancelled meanwhile (the client went away), it still finishes, and
+        what it held is given back (the turn freed) once it answers, never left to block the budget."""
+        store = self._store(local)
+        call = asyncio.ensure_future(store.budget_reserve(key, window_s, budget, worst, seed, token, TURN_TTL_S))
+        try:
+            return await self._call(local, asyncio.shield(call))
+        except asyncio.CancelledError:
+            def undo(done: asyncio.Future[BudgetView]) -> None:
+                if done.cancelled() or done.exception() is not None or done.result().amount == 0:
+                    return
+                view = done.result()
+                hold = Hold("budget", Scope("key", "", "", Limits()), key, view.amount, local, window_s, math.inf,
+                            budget, 0, turn=token if view.verdict == TURN else None)
+                self._flush_task(self._move([(hold, 0)]))
+
+            call.add_done_callback(undo)
+            raise
+
+    def _flush_task(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._undoing.add(task)
+        task.add_done_callback(self._undoing.discard)
 
     def _period(self, limits: Limits, now: datetime) -> Period:
         if limits.budget_duration is None or limits.budget_reset_at is None:
@@ -460,6 +485,8 @@ class Admission:
             self._flush_soon()
         if self._flusher is not None:
             await self._flusher
+        if self._undoing:
+            await asyncio.gather(*list(self._undoing), return_exceptions=True)
 
     async def _free_slot(self, hold: Hold) -> None:
         key, store = hold.key, self._store(hold.local)

@@ -109,9 +109,10 @@ class SharedState(ABC):
     @abstractmethod
     async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
                             token: str | None) -> tuple[int, int]:
-        """A request's reservation ``held`` given back and its ``cost`` added to the spent counter (left
-        missing when it is missing: the next reserve seeds it); the turn freed when ``token`` holds it.
-        Returns (spent, held) after it, in one atomic step."""
+        """A request's reservation given back and its ``cost`` added to the spent counter (left
+        missing when it is missing: the next reserve seeds it): without ``token``, ``held`` leaves the
+        held counter; with the ``token`` of a turn, that turn (and what it holds) is freed if it is
+        still this one's. Returns (spent, held) after it, in one atomic step."""
 
     @abstractmethod
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:

@@ -3,10 +3,13 @@ admits a request against it (the same rule in memory and in the Redis script).
 
 One budget period keeps three values under a caller's base key: the settled **spent** amount
 (``<key>:spent:<window>``, seeded from the database spend when missing), the **held** reservations of
-the requests in flight (``<key>:held:<window>``), and the **turn** (``<key>:turn``: the token of the
-one request admitted without a known bound, with a ttl). Amounts are integers (micro-dollars); the
-window is the fixed window of ``window_s`` (window 0 until a budget period's end, as the admission
-names it), so both counters expire with their period.
+the requests in flight (``<key>:held:<window>``), and the **turn** (``<key>:turn``: ``<amount>:<token>``,
+what the one request admitted without a known bound holds, and its token, with a ttl). Amounts are
+integers (micro-dollars); the window is the fixed window of ``window_s`` (window 0 until a budget
+period's end, as the admission names it), so both counters expire with their period. What a turn
+holds lives in the turn itself, so it goes with the turn's ttl when its process died mid-request
+(a reservation in the held counter stays to the period's end). What is "held" to a caller is the
+counter and the turn's amount together.
 
 The rule, one atomic step (``decide``):
 
@@ -48,6 +51,19 @@ def decide(budget: int, worst: int | None, spent: int, held: int, turn_free: boo
     if left > 0 or held > 0:
         return WAIT, 0
     return SPENT, 0
+
+
+def turn_value(amount: int, token: str) -> str:
+    return f"{amount}:{token}"
+
+
+def turn_amount(value: str | None) -> int:
+    """What a turn holds (0 for no turn)."""
+    return int(value.partition(":")[0]) if value else 0
+
+
+def turn_token(value: str) -> str:
+    return value.partition(":")[2]
 
 
 def names(key: str, index: int) -> tuple[str, str, str]:

@@ -177,6 +177,10 @@ class MemoryState(SharedState):
         else:
             entry.value = value
 
+    def _held(self, held_key: str, turn: _Entry | None, now: float) -> int:
+        """What requests in flight hold: the held counter and what the turn holds."""
+        return self._int_at(held_key, now) + rule.turn_amount(None if turn is None else turn.value)
+
     async def budget_reserve(self, key: str, window_s: float, budget: int, worst: int | None, seed: int,
                              token: str, turn_ttl_s: float) -> rule.BudgetView:
         now = self._write()
@@ -184,13 +188,14 @@ class MemoryState(SharedState):
         spent_key, held_key, turn_key = rule.names(key, index)
         if self._live(spent_key, now) is None:
             self._set_window_int(spent_key, max(0, seed), index, window_s, now)
-        spent, held = self._int_at(spent_key, now), self._int_at(held_key, now)
-        verdict, amount = rule.decide(budget, worst, spent, held, self._live(turn_key, now) is None)
+        turn = self._live(turn_key, now)
+        spent, held = self._int_at(spent_key, now), self._held(held_key, turn, now)
+        verdict, amount = rule.decide(budget, worst, spent, held, turn is None)
         if verdict == rule.TURN:
-            entry = self._data[turn_key] = _Entry(token)
+            entry = self._data[turn_key] = _Entry(rule.turn_value(amount, token))
             self._expire_at(turn_key, entry, now + turn_ttl_s)
-        if amount > 0:
-            self._set_window_int(held_key, held + amount, index, window_s, now)
+        elif amount > 0:
+            self._set_window_int(held_key, self._int_at(held_key, now) + amount, index, window_s, now)
         return rule.BudgetView(verdict, amount, spent, held)
 
     async def budget_settle(self, key: str, window_s: float, held: int, cost: int,
@@ -198,21 +203,23 @@ class MemoryState(SharedState):
         now = self._write()
         index = window_index(now, window_s)
         spent_key, held_key, turn_key = rule.names(key, index)
-        left_held = max(0, self._int_at(held_key, now) - held)
-        self._set_window_int(held_key, left_held, index, window_s, now)
+        turn = self._live(turn_key, now)
+        if token is None:
+            self._set_window_int(held_key, max(0, self._int_at(held_key, now) - held), index, window_s, now)
+        elif turn is not None and rule.turn_token(turn.value) == token:
+            del self._data[turn_key]
+            turn = None
         spent = self._int_at(spent_key, now)
         if cost and self._live(spent_key, now) is not None:
             spent = max(0, spent + cost)
             self._set_window_int(spent_key, spent, index, window_s, now)
-        turn = self._live(turn_key, now)
-        if token is not None and turn is not None and turn.value == token:
-            del self._data[turn_key]
-        return spent, left_held
+        return spent, self._held(held_key, turn, now)
 
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
         now = self._clock()
-        spent_key, held_key, _ = rule.names(key, window_index(now, window_s))
-        return self._int_at(spent_key, now), self._int_at(held_key, now)
+        spent_key, held_key, turn_key = rule.names(key, window_index(now, window_s))
+        turn = self._live(turn_key, now)
+        return self._int_at(spent_key, now), self._held(held_key, turn, now)
 
     # ---- strings with a ttl ---------------------------------------------------------------------
 

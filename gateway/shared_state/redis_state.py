@@ -104,6 +104,11 @@ local index = math.floor(now / window)
 local suffix = ':' .. string.format('%d', index)
 local spent_key, held_key, turn_key = KEYS[1] .. ':spent' .. suffix, KEYS[1] .. ':held' .. suffix, KEYS[1] .. ':turn'
 local ttl_ms = string.format('%d', math.ceil(((index + 1) * window - now + tonumber(ARGV[2])) * 1000))
+local turn = redis.call('GET', turn_key)
+local function turn_amount()
+  if not turn then return 0 end
+  return tonumber(string.match(turn, '^(%d+):'))
+end
 """
 
 # ARGV window_s, slack_s, budget, worst ('' unknown), seed, token, turn ttl ms.
@@ -116,27 +121,33 @@ else
   spent = tonumber(ARGV[5])
   redis.call('SET', spent_key, ARGV[5], 'PX', ttl_ms)
 end
-local held = tonumber(redis.call('GET', held_key) or '0')
+local counted = tonumber(redis.call('GET', held_key) or '0')
+local held = counted + turn_amount()
 local left = tonumber(ARGV[3]) - spent - held
 local verdict, amount = 0, 0
 if left > 0 and ARGV[4] ~= '' and tonumber(ARGV[4]) <= left then
   verdict, amount = 1, tonumber(ARGV[4])
-elseif left > 0 and redis.call('SET', turn_key, ARGV[6], 'NX', 'PX', ARGV[7]) then
+  redis.call('SET', held_key, string.format('%d', counted + amount), 'PX', ttl_ms)
+elseif left > 0 and not turn then
   verdict, amount = 2, left
+  redis.call('SET', turn_key, string.format('%d', left) .. ':' .. ARGV[6], 'PX', ARGV[7])
 elseif left > 0 or held > 0 then
   verdict = 3
-end
-if amount > 0 then
-  redis.call('SET', held_key, string.format('%d', held + amount), 'PX', ttl_ms)
 end
 return {verdict, amount, spent, held}
 """)
 
 # ARGV window_s, slack_s, held, cost, token ('' none). Returns {spent, held}.
 _BUDGET_SETTLE = Script(_BUDGET_KEYS + """
-local held = tonumber(redis.call('GET', held_key) or '0') - tonumber(ARGV[3])
-if held < 0 then held = 0 end
-redis.call('SET', held_key, string.format('%d', held), 'PX', ttl_ms)
+local counted = tonumber(redis.call('GET', held_key) or '0')
+if ARGV[5] == '' then
+  counted = counted - tonumber(ARGV[3])
+  if counted < 0 then counted = 0 end
+  redis.call('SET', held_key, string.format('%d', counted), 'PX', ttl_ms)
+elseif turn and string.sub(turn, -string.len(ARGV[5]) - 1) == ':' .. ARGV[5] then
+  redis.call('DEL', turn_key)
+  turn = false
+end
 local spent = redis.call('GET', spent_key)
 if spent then
   spent = tonumber(spent) + tonumber(ARGV[4])
@@ -145,15 +156,12 @@ if spent then
 else
   spent = 0
 end
-if ARGV[5] ~= '' and redis.call('GET', turn_key) == ARGV[5] then
-  redis.call('DEL', turn_key)
-end
-return {spent, held}
+return {spent, counted + turn_amount()}
 """)
 
 # ARGV window_s, slack_s. Returns {spent, held}.
 _BUDGET_GET = Script(_BUDGET_KEYS + """
-return {tonumber(redis.call('GET', spent_key) or '0'), tonumber(redis.call('GET', held_key) or '0')}
+return {tonumber(redis.call('GET', spent_key) or '0'), tonumber(redis.call('GET', held_key) or '0') + turn_amount()}
 """)
 
 # KEYS[1] key; ARGV sample ms, samples kept, ttl ms.

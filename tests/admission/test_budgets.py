@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from gateway.admission.admission import LIFETIME, LIFETIME_WINDOW_S, MICRO, Admission, Scope, Ticket, budget_period
 from gateway.admission.errors import BudgetExceeded
 from gateway.auth.records import Identity, Limits
+from gateway.shared_state import MemoryState
+from gateway.shared_state.budget import BudgetView
 from tests.admission.conftest import Backend, identity
+from tests.shared_state.conftest import wait_until
 
 WORST = 0.01
 
@@ -244,3 +249,62 @@ async def test_unbounded_requests_go_one_at_a_time_across_two_processes(backend:
     answered = await asyncio.gather(*(call(i) for i in range(50)))
     assert answered.count(True) == 4 and most == 1  # 0.3, 0.6, 0.9, then 1.2: one request past $1
     assert await spend(one, who) == 1.2
+
+
+async def test_an_admit_cancelled_while_it_waits_for_the_turn_leaves_nothing_held(backend: Backend):
+    one = backend.make(budget_wait_s=30.0)
+    who = identity("leaving", max_budget=1.0)
+    holder = await one.admit(who, estimated_tokens=10, worst_cost_usd=None)  # the turn: all that is left
+    waiting = asyncio.ensure_future(one.admit(who, estimated_tokens=10, worst_cost_usd=None))
+    await wait_until(lambda: spend_is(one, who, 1.0), 5, "the turn to be held")
+    waiting.cancel()  # its client went away while it waited
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await one.release(holder)
+    assert await spend(one, who) == 0.0
+    ticket = await one.admit(who, estimated_tokens=10, worst_cost_usd=None)
+    await one.settle(ticket, tokens=10, cost_usd=0.5)
+    assert await spend(one, who) == 0.5
+
+
+class Gated(MemoryState):
+    """A "Redis" (a MemoryState on the wall clock) whose budget reservations are made at once but
+    answered only when ``gate`` opens: the answer is on its way when the request is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__(clock=time.time)
+        self.gate = asyncio.Event()
+        self.reserved = asyncio.Event()
+
+    @property
+    def backend(self) -> Any:
+        return "redis"
+
+    async def budget_reserve(self, *args: Any) -> BudgetView:
+        view = await super().budget_reserve(*args)
+        self.reserved.set()
+        await self.gate.wait()
+        return view
+
+
+@pytest.mark.parametrize("worst", [None, 0.01])
+async def test_an_admit_cancelled_while_its_reservation_is_on_its_way_gives_it_back(worst):
+    state = Gated()
+    admission = Admission(state, budget_wait_s=0.0)
+    who = identity("racing", max_budget=1.0)
+    racing = asyncio.ensure_future(admission.admit(who, estimated_tokens=10, worst_cost_usd=worst))
+    await state.reserved.wait()
+    assert await spend(admission, who) == (worst or 1.0)  # held (the turn, for an unknown worst case)
+    racing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await racing
+    state.gate.set()  # the answer arrives after its request is gone
+    await wait_until(lambda: spend_is(admission, who, 0.0), 5, "what the cancelled request held to come back")
+    ticket = await admission.admit(who, estimated_tokens=10, worst_cost_usd=None)  # the turn is free
+    await admission.settle(ticket, tokens=10, cost_usd=0.25)
+    assert await spend(admission, who) == 0.25
+    await admission.close()
+
+
+async def spend_is(admission: Admission, who: Identity, amount: float) -> bool:
+    return await spend(admission, who) == amount

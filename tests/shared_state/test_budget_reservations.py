@@ -44,13 +44,16 @@ async def test_the_turn_is_freed_only_by_its_holder_or_its_ttl(state: SharedStat
     await state.budget_settle(key, WINDOW_S, 100, 0, "mine")
     assert (await reserve(state, key, None, "other")).verdict == TURN
     short = prefix + "short"
-    await state.budget_reserve(short, WINDOW_S, 100, None, 0, "dies", 0.05)
-    await state.budget_settle(short, WINDOW_S, 100, 0, None)  # its reservation went, the turn stays
+    await state.budget_reserve(short, WINDOW_S, 100, None, 0, "dies", 0.05)  # its process dies mid-request
+    assert (await reserve(state, short, None, "next")).verdict == WAIT
+    taken: list[BudgetView] = []
 
     async def next_takes_it() -> bool:
-        return (await reserve(state, short, None, "next")).verdict == TURN
+        taken.append(await reserve(state, short, None, "next"))
+        return taken[-1].verdict == TURN
 
     await wait_until(next_takes_it, 5, "the dead holder's turn to expire")
+    assert taken[-1] == BudgetView(TURN, 100, 0, 0)  # what it held went with it
 
 
 async def test_concurrent_reservations_never_hold_past_the_budget(state: SharedState, prefix: str):
