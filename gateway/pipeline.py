@@ -224,11 +224,12 @@ async def settle(pipeline: Pipeline, ctx: RequestContext) -> None:
     settling = pipeline.admission.settle(ticket, tokens=usage.total_tokens if usage else None, cost_usd=ctx.cost)
     if any(hold.kind == "budget" and hold.scope.kind == "key" for hold in ticket.holds):
         await settling  # a key with a budget: its counted spend, this call's cost included, goes out
+        spent = ticket.key_spend_usd
     else:
         # Behind the response: the reservation only gets smaller (or stays, for an unknown cost), so
         # the caller need not wait for it; the x-ratelimit-* headers are the ones admit counted.
         pipeline.background(settling)
-    spent = ticket.key_spend_usd
+        spent = await pipeline.admission.count_spend(ctx.identity, ctx.cost)  # a key without a budget
     if spent is None and ctx.identity is not None and ctx.identity.key_limits.spend is not None:
         spent = float(ctx.identity.key_limits.spend) + (ctx.cost or 0.0)  # no counter: the database's, and this call
     if spent is not None:

@@ -336,11 +336,7 @@ class Admission:
         scope's turn (or for reservations in flight to come back) up to ``budget_wait_s``, and takes
         the turn while anything is left (gateway/shared_state/budget.py)."""
         limits = scope.limits
-        if limits.budget_reset_at is None:  # no resets: the lifetime's spend
-            period, seed = LIFETIME, micro(limits.spend)
-        else:
-            period, seed = self._period(limits, datetime.fromtimestamp(now, UTC)), \
-                micro(limits.current_spend(datetime.fromtimestamp(now, UTC)))
+        period, seed = self._period_and_seed(limits, now)
         key = self.key_of("spend", scope, period)
         budget = micro(limits.max_budget or 0.0)
         worst = None if ticket.cost_usd is None else worst_micro(ticket.cost_usd)
@@ -359,6 +355,31 @@ class Admission:
                                      scope=scope.kind)
             await asyncio.sleep(pause)
             pause = min(WAIT_MAX_S, pause * 2)
+
+    def _period_and_seed(self, limits: Limits, now: float) -> tuple[Period, int]:
+        """The budget period that holds ``now`` and the database spend that seeds its counter."""
+        if limits.budget_reset_at is None:  # no resets: the lifetime's spend
+            return LIFETIME, micro(limits.spend)
+        when = datetime.fromtimestamp(now, UTC)
+        return self._period(limits, when), micro(limits.current_spend(when))
+
+    async def count_spend(self, identity: Identity, cost_usd: float | None) -> float | None:
+        """For a virtual key without a budget (whose ticket settles no spend counter): ``cost_usd``
+        added to the key's counted spend of its period, in the shared state as a budget would count
+        it; returns that spend (USD), or None when the state cannot say (Redis away: the caller
+        falls back to the database's). An unknown cost adds nothing."""
+        if not identity.limited or identity.key_hash is None:
+            return None
+        limits = identity.key_limits
+        now = self._clock()
+        period, seed = self._period_and_seed(limits, now)
+        key = self.key_of("spend", Scope("key", identity.key_hash, "", limits), period)
+        local = self.shared_away
+        amount = 0 if cost_usd is None or not math.isfinite(cost_usd) else micro(max(0.0, cost_usd))
+        try:
+            return await self._call(local, self._store(local).spend_add(key, period.window_s, amount, seed)) / MICRO
+        except _SharedFailed:
+            return None
 
     async def _reserve_once(self, local: bool, key: str, window_s: float, budget: int, worst: int | None,
                             seed: int, token: str) -> BudgetView:

@@ -115,6 +115,11 @@ class SharedState(ABC):
         still this one's. Returns (spent, held) after it, in one atomic step."""
 
     @abstractmethod
+    async def spend_add(self, key: str, window_s: float, amount: int, seed: int) -> int:
+        """Add ``amount`` to the spent counter of ``key``'s period (seeded with ``seed`` when missing,
+        as ``budget_reserve`` seeds it); return the counter after it, in one atomic step."""
+
+    @abstractmethod
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
         """(spent, held) of ``key``'s period now; 0 for a missing counter."""
 

@@ -144,6 +144,9 @@ class FailoverState(SharedState):
                             token: str | None) -> tuple[int, int]:
         return await self._call(lambda s: s.budget_settle(key, window_s, held, cost, token))
 
+    async def spend_add(self, key: str, window_s: float, amount: int, seed: int) -> int:
+        return await self._call(lambda s: s.spend_add(key, window_s, amount, seed))
+
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
         return await self._call(lambda s: s.budget_get(key, window_s))
 

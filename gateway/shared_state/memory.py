@@ -215,6 +215,14 @@ class MemoryState(SharedState):
             self._set_window_int(spent_key, spent, index, window_s, now)
         return spent, self._held(held_key, turn, now)
 
+    async def spend_add(self, key: str, window_s: float, amount: int, seed: int) -> int:
+        now = self._write()
+        index = window_index(now, window_s)
+        spent_key = rule.names(key, index)[0]
+        spent = self._int_at(spent_key, now) if self._live(spent_key, now) is not None else max(0, seed)
+        self._set_window_int(spent_key, max(0, spent + amount), index, window_s, now)
+        return max(0, spent + amount)
+
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
         now = self._clock()
         spent_key, held_key, turn_key = rule.names(key, window_index(now, window_s))

@@ -159,6 +159,14 @@ end
 return {spent, counted + turn_amount()}
 """)
 
+# ARGV window_s, slack_s, amount, seed. Returns the spent counter after it.
+_SPEND_ADD = Script(_BUDGET_KEYS + """
+local spent = tonumber(redis.call('GET', spent_key) or ARGV[4]) + tonumber(ARGV[3])
+if spent < 0 then spent = 0 end
+redis.call('SET', spent_key, string.format('%d', spent), 'PX', ttl_ms)
+return spent
+""")
+
 # ARGV window_s, slack_s. Returns {spent, held}.
 _BUDGET_GET = Script(_BUDGET_KEYS + """
 return {tonumber(redis.call('GET', spent_key) or '0'), tonumber(redis.call('GET', held_key) or '0') + turn_amount()}
@@ -373,6 +381,10 @@ class RedisState(SharedState):
         args = [_window_arg(window_s), WINDOW_SLACK_S, int(held), int(cost), token or ""]
         spent, left = await self._script(_BUDGET_SETTLE, [key], args)
         return int(spent), int(left)
+
+    async def spend_add(self, key: str, window_s: float, amount: int, seed: int) -> int:
+        args = [_window_arg(window_s), WINDOW_SLACK_S, int(amount), max(0, int(seed))]
+        return int(await self._script(_SPEND_ADD, [key], args))
 
     async def budget_get(self, key: str, window_s: float) -> tuple[int, int]:
         spent, held = await self._script(_BUDGET_GET, [key], [_window_arg(window_s), WINDOW_SLACK_S])

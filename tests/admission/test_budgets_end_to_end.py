@@ -160,9 +160,10 @@ def test_a_small_budget_lets_in_the_request_whose_true_cost_fits(pair):
     assert "max_budget $0.0002, spent $" in message(r) and "reserved" not in message(r)
 
 
-def test_the_key_spend_header_is_the_counted_spend_with_this_call(pair):
+@pytest.mark.parametrize("budget", [{"max_budget": 10.0}, {}, {"rpm_limit": 1000}], ids=["budget", "none", "rpm"])
+def test_the_key_spend_header_is_the_counted_spend_with_this_call(pair, budget):
     first, second = pair
-    key = team_key(first, "header", max_budget=10.0)
+    key = team_key(first, f"header-{len(budget)}-{sorted(budget)}", **budget)
     total = 0.0
     for i in range(4):
         r = ask((first, second)[i % 2], key, s1("jev"))

@@ -69,3 +69,10 @@ async def test_a_missing_spend_is_not_created_by_settle(state: SharedState, pref
     key = prefix + "unseeded"
     assert await state.budget_settle(key, WINDOW_S, 0, 40, None) == (0, 0)
     assert (await reserve(state, key, 10, "a", seed=50)).spent == 50  # the next reserve seeds it
+
+
+async def test_spend_without_a_budget_is_seeded_once_and_added(state: SharedState, prefix: str):
+    key = prefix + "spend"
+    assert await state.spend_add(key, WINDOW_S, 5, 40) == 45
+    assert await state.spend_add(key, WINDOW_S, 5, 99) == 50  # seeded once
+    assert (await reserve(state, key, 10, "a", seed=0)).spent == 50  # the budget's counter, the same
