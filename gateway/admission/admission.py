@@ -4,7 +4,9 @@
 ``Ticket``; ``settle(ticket, tokens=..., cost_usd=...)`` after the answer turns the reservation into
 the true figures and returns the ``x-ratelimit-*`` headers; ``release(ticket)`` on a failure gives
 everything back. The master key and an open gateway (``identity.limited`` False), and an identity
-without any limit, cost nothing: the shared ``EMPTY_TICKET``, no state call.
+without any limit, cost nothing: the shared ``EMPTY_TICKET``, no state call at admission.
+``count_spend(identity, cost)`` counts a virtual key's spend all the same when it has no budget (one
+state call after the answer), so that ``x-litellm-key-spend`` is the counted spend with this call.
 
 What is checked, for the key and for its team, each that has the limit (one atomic shared-state
 operation a check, all of a request's checks at once; when one refuses, the reservations the others
