@@ -87,21 +87,29 @@ def resolve_source(model_ref: str) -> tuple[str, Path]:
 
 
 def converted_folder(gguf_path: Path) -> Path:
-    """The cached fp32 folder of a GGUF, converting it on first use (atomic rename, safe to race)."""
+    """The cached fp32 folder of a GGUF, converting it on first use. Processes that start together (the
+    workers of ``--workers N``, a test suite's processes) convert it once: the first holds a file lock
+    while it converts, the others wait on it and then read its folder (~20 s of CPU and ~1.5 GB each
+    otherwise). The folder appears by an atomic rename, so a reader never sees half of it."""
+    from filelock import FileLock
+
     target = cache_root() / "models" / file_key(gguf_path)
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
-    try:
-        _convert_in_child(gguf_path, staging)
+    with FileLock(target.parent / f".{target.name}.lock"):
+        if (target / "config.json").exists():  # another process converted it while this one waited
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
         try:
-            os.rename(staging, target)
-        except OSError:
-            if not (target / "config.json").exists():  # lost a race only if the winner finished
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            _convert_in_child(gguf_path, staging)
+            try:
+                os.rename(staging, target)
+            except OSError:
+                if not (target / "config.json").exists():  # lost a race only if the winner finished
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 

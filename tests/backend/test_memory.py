@@ -6,6 +6,7 @@ Deterministic checks of structure (storages, views, which process converts), nev
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import hashlib
 import math
@@ -127,14 +128,20 @@ def test_the_other_parameters_are_read_in_place_from_the_mapped_file(service):
     assert all(any(a <= p.data_ptr() < b for a, b in mapped) for p in params)  # read in place, not copied
 
 
-def test_a_gguf_is_converted_in_a_child_process_to_the_same_weights(service, tmp_path, monkeypatch):
+def test_a_gguf_is_converted_once_in_a_child_process_to_the_same_weights(service, tmp_path, monkeypatch):
     monkeypatch.setenv("DECISIONS_GATEWAY_CACHE", str(tmp_path))
 
     def in_this_process(*args):
         raise AssertionError("the GGUF was converted in the serving process")
 
     monkeypatch.setattr(loading, "_convert_gguf", in_this_process)
-    folder = loading.converted_folder(loading.bundled_gguf())
+    children, convert_in_child = [], loading._convert_in_child
+    monkeypatch.setattr(loading, "_convert_in_child", lambda *a: children.append(a) or convert_in_child(*a))
+    # Two loaders at once (as the workers of --workers 2 start): one converts, the other waits for its folder
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        folders = list(pool.map(lambda _: loading.converted_folder(loading.bundled_gguf()), range(2)))
+    assert len(children) == 1 and folders[0] == folders[1]
+    folder = folders[0]
     assert folder.parent == tmp_path / "models" and (folder / "config.json").is_file()
 
     def digest(path: Path) -> str:
