@@ -37,24 +37,7 @@ made are given back with a negative ``window_add`` / an ``incr -1``):
   budget is taken before the team's, always, so two waiting requests never hold each other's turn.
   Refused: ``BudgetExceeded``, 400, naming the spend, the reservations in flight and the estimate.
 
-Budget accounting. The spend of the current budget period lives in the shared state as integer
-micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>`` (``:spent:<window>``, and the
-reservations in flight under ``:held:<window>``); the period runs from the
-identity's ``budget_reset_at`` minus its ``budget_duration`` (calendar months for ``mo`` and
-``30d``, as ``gateway.auth.durations`` resets them) to ``budget_reset_at``; ``life`` stands for the
-start when there is no ``budget_duration`` (the spend of the key's lifetime). When
-``budget_reset_at`` has passed and no reset job has moved it yet, the period is the one of the same
-reset chain that holds now (what the job will write, for calendar-aligned durations). The counters
-are a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
-so they live exactly as long as their period and then expire on their own.
-
-The database spend (``Limits.spend``, read by auth) is the authority across restarts: the spent
-counter is seeded with it when it is missing, in the same atomic step that reserves ("first writer
-wins": a later process, whose database spend already holds what the gateway counted, finds the
-counter and never adds it a second time; a counter Redis lost is seeded again at once). Settled
-costs reach the database through the spend outbox, so a lost and re-seeded counter misses only what
-the outbox had not drained yet. An admin change to ``spend`` within a period is not seen by the
-counter before the next period (for a lifetime budget: not at all).
+Budget accounting (counter names, periods, the database spend as the seed): gateway/admission/budgets.py.
 
 Redis away (``state.degraded``, or a state call failing, which then counts as an outage for
 ``RETRY_AFTER_S``): rate limits follow ``on_redis_failure_rate_limits`` (``fail_open``, the default:
@@ -90,6 +73,7 @@ from gateway.admission.budgets import (  # noqa: F401
     LIFETIME_WINDOW_S,
     MICRO,
     Period,
+    PeriodMemo,
     budget_message,
     budget_period,
     micro,
@@ -109,7 +93,6 @@ PREFIX = "admit:"
 MINUTE_S = 60.0
 PARALLEL_TTL_S = 600.0  # the parallel slots of a process that died expire after this
 RETRY_AFTER_S = 1.0  # after a failed state call, the shared state counts as away this long
-MEMO_MAX = 100_000
 PENDING_MAX = 100_000  # changes that wait for Redis to come back; past this they are dropped
 BUDGET_WAIT_S = 10.0  # how long a request waits for its budget's turn before it is refused
 TURN_TTL_S = 300.0  # a turn held by a process that died frees itself after this
@@ -147,7 +130,7 @@ class Admission:
         self._dropped = 0
         self._flusher: asyncio.Task[None] | None = None
         self._last_error: str | None = None
-        self._periods: dict[tuple[str, datetime], Period] = {}
+        self._periods = PeriodMemo()
         self._undoing: set[asyncio.Future[None]] = set()  # reservations given back after a cancelled admit
 
     # ---- readiness ------------------------------------------------------------------------------
@@ -190,7 +173,7 @@ class Admission:
         when = datetime.fromtimestamp(self._clock(), UTC)
         usage: dict[str, dict[str, Any]] = {}
         for scope in scopes_of(identity):
-            period = self._period(scope.limits, when)
+            period = self._periods.of(scope.limits, when)
             rpm, tpm = await store.window_get_many([self.key_of("rpm", scope), self.key_of("tpm", scope)], MINUTE_S)
             usage[scope.kind] = {
                 "rpm": rpm, "tpm": tpm, "parallel": await store.get_int(self.key_of("parallel", scope)),
@@ -363,7 +346,7 @@ class Admission:
         if limits.budget_reset_at is None:  # no resets: the lifetime's spend
             return LIFETIME, micro(limits.spend)
         when = datetime.fromtimestamp(now, UTC)
-        return self._period(limits, when), micro(limits.current_spend(when))
+        return self._periods.of(limits, when), micro(limits.current_spend(when))
 
     async def count_spend(self, identity: Identity, cost_usd: float | None) -> float | None:
         """For a virtual key without a budget (whose ticket settles no spend counter): ``cost_usd``
@@ -407,19 +390,6 @@ class Admission:
         task = asyncio.ensure_future(work)
         self._undoing.add(task)
         task.add_done_callback(self._undoing.discard)
-
-    def _period(self, limits: Limits, now: datetime) -> Period:
-        if limits.budget_duration is None or limits.budget_reset_at is None:
-            return LIFETIME
-        cache_key = (limits.budget_duration, limits.budget_reset_at)
-        cached = self._periods.get(cache_key)
-        if cached is not None and cached.end is not None and cached.end > now:
-            return cached
-        period = budget_period(limits.budget_duration, limits.budget_reset_at, now)
-        if len(self._periods) >= MEMO_MAX:
-            self._periods.clear()
-        self._periods[cache_key] = period
-        return period
 
     # ---- settle and release ---------------------------------------------------------------------
 

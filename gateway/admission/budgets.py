@@ -4,6 +4,25 @@ moment, and its counter's window).
 A period runs from the previous reset to ``budget_reset_at`` (calendar months for ``mo`` and
 ``30d``, weeks for ``7d``/``w``, fixed seconds otherwise); a budget without a duration has one
 lifetime period. Pure: the admission (gateway/admission/admission.py) names its counters after them.
+
+Budget accounting. The spend of the current budget period lives in the shared state as integer
+micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>`` (``:spent:<window>``, and the
+reservations in flight under ``:held:<window>``); the period runs from the
+identity's ``budget_reset_at`` minus its ``budget_duration`` (calendar months for ``mo`` and
+``30d``, as ``gateway.auth.durations`` resets them) to ``budget_reset_at``; ``life`` stands for the
+start when there is no ``budget_duration`` (the spend of the key's lifetime). When
+``budget_reset_at`` has passed and no reset job has moved it yet, the period is the one of the same
+reset chain that holds now (what the job will write, for calendar-aligned durations). The counters
+are a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
+so they live exactly as long as their period and then expire on their own.
+
+The database spend (``Limits.spend``, read by auth) is the authority across restarts: the spent
+counter is seeded with it when it is missing, in the same atomic step that reserves ("first writer
+wins": a later process, whose database spend already holds what the gateway counted, finds the
+counter and never adds it a second time; a counter Redis lost is seeded again at once). Settled
+costs reach the database through the spend outbox, so a lost and re-seeded counter misses only what
+the outbox had not drained yet. An admin change to ``spend`` within a period is not seen by the
+counter before the next period (for a lifetime budget: not at all).
 """
 
 from __future__ import annotations
@@ -11,9 +30,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from gateway.auth.durations import Duration, DurationError, add_months, next_reset, parse_duration
 from gateway.utc import utc
+
+if TYPE_CHECKING:
+    from gateway.auth.records import Limits
 
 MICRO = 1_000_000  # budgets are counted in integer micro-dollars
 MAX_MICRO = 2**62
@@ -90,3 +113,27 @@ def budget_message(name: str, period: Period, budget: int, spent: int, held: int
     in_flight = f", {usd(held)} reserved by requests in flight" if held else ""
     return (f"Budget exceeded for {name}: max_budget {usd(budget)}, spent {usd(spent)}{in_flight}; {estimate}; "
             f"{resets}.")
+
+
+MEMO_MAX = 100_000
+
+
+class PeriodMemo:
+    """The period of each (duration, reset) an identity carries, worked out once while it lasts: the
+    admission asks for it on every budgeted request."""
+
+    def __init__(self) -> None:
+        self._periods: dict[tuple[str, datetime], Period] = {}
+
+    def of(self, limits: Limits, now: datetime) -> Period:
+        if limits.budget_duration is None or limits.budget_reset_at is None:
+            return LIFETIME
+        cache_key = (limits.budget_duration, limits.budget_reset_at)
+        cached = self._periods.get(cache_key)
+        if cached is not None and cached.end is not None and cached.end > now:
+            return cached
+        period = budget_period(limits.budget_duration, limits.budget_reset_at, now)
+        if len(self._periods) >= MEMO_MAX:
+            self._periods.clear()
+        self._periods[cache_key] = period
+        return period
