@@ -8,7 +8,8 @@ bytecode) and runs the README's commands there:
 
 * ``make test`` with ``PYTEST_ARGS="--durations=20"``: the wall time of the whole command, the install
   part (the whole less pytest's own "in N s"), pytest's counts and its 20 slowest tests. ``warm`` uses
-  the user's pip cache; ``cold`` an empty ``PIP_CACHE_DIR`` (every wheel downloaded again from the
+  the user's package caches (uv's, which the Makefile installs with, and pip's, which installs uv);
+  ``cold`` an empty ``UV_CACHE_DIR`` and ``PIP_CACHE_DIR`` (every wheel downloaded again from the
   registry; torch comes from the machine's local build either way).
 * ``make run`` (warm cache only): from the command's start until ``POST /v1/systemone`` to the bundled
   model answers 200 (polled every 0.5 s), and the served process's VmRSS then.
@@ -85,6 +86,7 @@ def make_test(rev: str, cache: str, work: Path) -> TestRun:
     tree = clone(rev, work / f"test-{cache}")
     env = dict(os.environ)
     if cache == "cold":
+        env["UV_CACHE_DIR"] = str(work / "empty-uv-cache")
         env["PIP_CACHE_DIR"] = str(work / "empty-pip-cache")
     started = time.monotonic()
     done = subprocess.run(["make", "test", "PYTEST_ARGS=--durations=20 -p no:cacheprovider"], cwd=tree, env=env,
@@ -151,8 +153,9 @@ def section(rev: str, tests: list[TestRun], first: FirstAnswer | None, env: dict
     lines = [SECTION, "",
              f"`python -m bench.make_test` on {env['date']}: a fresh `git clone` of {rev} per case, the README's "
              f"commands run in it ({env['python']}, {env['machine']}, {env['cpus']} CPUs, load average at the start "
-             f"{load}). *warm*: the user's pip cache; *cold*: an empty `PIP_CACHE_DIR` (torch still comes from the "
-             "machine's local CPU build). The install part is the whole command less pytest's own time.", "",
+             f"{load}). *warm*: the user's package caches (uv's, pip's); *cold*: an empty `UV_CACHE_DIR` and "
+             "`PIP_CACHE_DIR` (torch still comes from the machine's local CPU build). The install part is the whole "
+             "command less pytest's own time.", "",
              "| case | whole command | install | pytest | pytest's summary |", "|---|---:|---:|---:|---|"]
     for run in tests:
         lines.append(f"| `make test`, {run.cache} cache | {minutes(run.wall_s)} | {minutes(run.install_s)} | "

@@ -95,7 +95,8 @@ def test_the_test_tools_are_not_in_the_run_install():
 def _site_packages_without_test_tools(farm: Path) -> Path:
     """A copy of this environment's site-packages, made of symbolic links, without the files of the
     test-only distributions (their modules and their metadata): what a run install holds. A folder
-    two distributions share (a namespace package) is linked entry by entry."""
+    two distributions share (a namespace package) is linked entry by entry. Bytecode Python wrote
+    after the install (uv installs without compiling) belongs to the module beside it."""
     test_only = _closure({"backend", "test"}) - _closure({"backend"})
     site = Path(metadata.distribution("pytest").locate_file("")).resolve()
     excluded: set[Path] = set()
@@ -104,13 +105,16 @@ def _site_packages_without_test_tools(farm: Path) -> Path:
             excluded |= {Path(dist.locate_file(f)).resolve() for f in dist.files or []}
     holds_excluded = {parent for path in excluded for parent in path.parents}
 
+    def is_excluded(path: Path) -> bool:
+        return path in excluded or (path.parent.name == "__pycache__" and path.parent.parent in holds_excluded)
+
     def link(source: Path, target: Path) -> None:
         for entry in source.iterdir():
-            if entry in excluded:
+            if is_excluded(entry) or (entry.name == "__pycache__" and source in holds_excluded):
                 continue
             if entry not in holds_excluded:
                 (target / entry.name).symlink_to(entry)
-            elif any(p not in excluded for p in entry.rglob("*") if p.is_file()):
+            elif any(not is_excluded(p) for p in entry.rglob("*") if p.is_file()):
                 (target / entry.name).mkdir()
                 link(entry, target / entry.name)
 
