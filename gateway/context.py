@@ -43,7 +43,8 @@ class RequestContext:
     req: DecisionRequest | None = None
     identity: Any = None  # auth: the caller's key and team (later)
     # route and call
-    model_group: str | None = None
+    model_group: str | None = None  # the group that answers (an alias's target)
+    model_requested: str | None = None  # the name the body gave: the group, or a model_group_alias of it
     deployment: Deployment | None = None  # the one that answered (the first chunk's, when split)
     tried: list[Deployment] = field(default_factory=list)  # the deployment that answered each chunk
     result: DecisionResult | None = None

@@ -180,9 +180,10 @@ async def authenticate(pipeline: Pipeline, ctx: RequestContext) -> None:
 
 
 async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
-    """403 when the key (or its team) may not use the requested model group."""
+    """403 when the key (or its team) may not use the requested model group. As LiteLLM does, a key
+    may call an alias when it may use the alias or the group the alias answers as."""
     if ctx.identity is not None and ctx.model_group is not None:
-        check_model_allowed(ctx.identity, ctx.model_group)
+        check_model_allowed(ctx.identity, ctx.model_group, requested=ctx.model_requested)
 
 
 async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:
@@ -261,7 +262,8 @@ async def decode(pipeline: Pipeline, ctx: RequestContext) -> None:
 async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
     """The model group must exist; the body is validated by the caller's wire into the IR."""
     assert ctx.body is not None
-    ctx.model_group = check_model(ctx.body.json, pipeline.registry, getattr(ctx.identity, "models", None))
+    ctx.model_requested = check_model(ctx.body.json, pipeline.registry, getattr(ctx.identity, "models", None))
+    ctx.model_group = pipeline.registry.resolve(ctx.model_requested)  # a model_group_alias answers as its group
     pipeline.registry.require_group(ctx.model_group)
     req = await pipeline.heavy.run(parse_body, ctx, pipeline.limits) if ctx.heavy \
         else parse_body(ctx, pipeline.limits)
@@ -433,15 +435,15 @@ def parse_body(ctx: RequestContext, limits: RequestLimits | None) -> DecisionReq
 def check_model(body: Mapping[str, Any], registry: ModelRegistry, allowed: frozenset[str] | None = None) -> str:
     """The requested model: a string naming a configured model group. The errors list the models the
     caller may use (``allowed``: its key's and team's; None: every configured one)."""
-    listing = f"The configured models are: {registry.listing}." if allowed is None else \
-        f"This key's models are: {', '.join(name for name in registry.names if name in allowed) or 'none'}."
+    listing = f"The configured models are: {', '.join(registry.listed) or '(none configured)'}." if allowed is None \
+        else f"This key's models are: {', '.join(registry.usable(allowed)) or 'none'}."
     model = body.get("model")
     if model is None or (isinstance(model, str) and not model.strip()):
         raise RequestInvalid(f"model is required. {listing}", loc=MODEL, schema=True, code="missing_model")
     if not isinstance(model, str):
         raise RequestInvalid(f"model must be a string naming a configured model. {listing}", loc=MODEL,
                              schema=True, code="invalid_model")
-    if model not in registry and not registry.allow_adhoc:
+    if not registry.knows(model) and not registry.allow_adhoc:
         raise RequestInvalid(f"Unknown model '{model}'. {listing}", loc=MODEL, code="model_not_found")
     return model
 

@@ -31,11 +31,19 @@ from translators.errors import DecisionError
 
 log = logging.getLogger("gateway.auth")
 
-def check_model_allowed(identity: Identity, model_group: str) -> None:
-    """403 ``model_not_allowed`` when ``identity`` may not call ``model_group``."""
-    if identity.models is None or model_group in identity.models:
+def check_model_allowed(identity: Identity, model_group: str, requested: str | None = None) -> None:
+    """403 ``model_not_allowed`` when ``identity`` may not call ``model_group``. ``requested``: the name
+    the caller gave when it is a ``model_group_alias`` of the group; as in LiteLLM, the key may call it
+    when either name is among its models. The refusal names the team when the team's models are what
+    leave it out, and the key otherwise."""
+    names = {model_group, requested or model_group}
+    if identity.models is None or names & identity.models:
         return
-    raise model_not_allowed(model_group[:200], sorted(identity.models))
+    shown = (requested or model_group)[:200]
+    team = identity.team_models
+    if team is not None and not names & team:
+        raise model_not_allowed(shown, sorted(team), team=identity.team_alias or identity.team_id or "")
+    raise model_not_allowed(shown, sorted(identity.models))
 
 
 Resolved = tuple["Identity", Entry]  # what the cache keeps: the identity built once per load

@@ -88,6 +88,7 @@ class Identity:
     team_alias: str | None = None
     models: frozenset[str] | None = None
     key_limits: Limits = NO_LIMITS
+    team_models: frozenset[str] | None = None  # the team's own restriction (None: none), to name it in a refusal
     team_limits: Limits | None = None
     blocked: bool = False
     expires: datetime | None = None
@@ -111,6 +112,7 @@ class Identity:
             key_hash=key.token, key_alias=key.key_alias, key_prefix=key.key_prefix, team_id=key.team_id,
             team_alias=team.team_alias if team else None,
             models=allowed_models(key.models, team.models if team else ()),
+            team_models=allowed_models((), team.models) if team else None,
             key_limits=key.limits, team_limits=team.limits if team else None,
             blocked=key.blocked or bool(team and team.blocked),
             expires=utc(key.expires) if key.expires is not None else None,

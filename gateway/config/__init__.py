@@ -8,5 +8,5 @@
 
 The loader checks each feature's own settings at load (``router/settings.py``,
 ``cache/settings.py``, ``shared_state/factory.py``), importing them when it does; those import only
-``errors.py`` of this package.
+``errors.py`` and ``registry.py`` of this package.
 """

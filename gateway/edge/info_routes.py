@@ -2,7 +2,8 @@
 
 The models body satisfies both clients at once: OpenAI's list (``object: "list"``, ``data`` of
 ``{id, object: "model", owned_by}``) and System One's (``models`` of ``{name, description,
-release_date}``); Nimble requires both lists. Each model also reports its provider's limits.
+release_date}``); Nimble requires both lists. Each model also reports its provider's limits. An alias
+(``router_settings.model_group_alias``) is listed unless hidden, as its target group.
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ async def list_models(request: Request) -> JSONResponse:
 
 
 def models_body(registry: ModelRegistry, allowed: frozenset[str] | None = None) -> dict:
-    """Both lists; with ``allowed`` (a key's models) only the groups that key may use."""
+    """Both lists; with ``allowed`` (a key's models) only the names that key may call. The groups come
+    first, then the ``model_group_alias`` names not hidden, each described as the group it answers as."""
     data, models = [], []
-    for name in registry.names:
-        if allowed is not None and name not in allowed:
-            continue
-        group = registry.group(name)
+    for name in registry.usable(allowed):
+        target = registry.resolve(name)
+        group = registry.group(target)
         first = group[0]
         limits = registry.limits(first).as_dict()
         info = first.model_info or {}
@@ -51,7 +52,8 @@ def models_body(registry: ModelRegistry, allowed: frozenset[str] | None = None) 
         })
         models.append({
             "name": name,
-            "description": str(info.get("description") or describe(group)),
+            "description": str(info.get("description") or describe(group)) if target == name else
+            f"Alias of {target}: {info.get('description') or describe(group)}",
             "release_date": str(info.get("release_date") or UNKNOWN_RELEASE_DATE),
             "limits": limits,
         })

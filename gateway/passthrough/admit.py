@@ -68,13 +68,21 @@ async def authorize(pipeline: Pipeline, ctx: RequestContext) -> None:
         raise PermissionDenied(f"This key may use only its models ({', '.join(sorted(allowed)[:20]) or 'none'}); "
                                f"name one of them in the body's model.", code="model_not_allowed", loc=MODEL)
     qualified = f"{provider}/{model}"
-    if qualified in allowed:
+    if _grants(pipeline.registry, allowed, provider, model):
         return
-    registry = pipeline.registry
-    if any(name in registry and any(dep.provider == provider and dep.model == model for dep in registry.group(name))
-           for name in allowed):
-        return
+    team = identity.team_models
+    if team is not None and not _grants(pipeline.registry, team, provider, model):  # the team leaves it out
+        raise model_not_allowed(qualified, sorted(team), team=identity.team_alias or identity.team_id or "")
     raise model_not_allowed(qualified, sorted(allowed))
+
+
+def _grants(registry, names: frozenset[str], provider: str, model: str) -> bool:
+    """Whether ``names`` (a key's or team's models: ``provider/model``, groups, aliases of groups) grant
+    ``provider/model``: named as such, or served by a deployment of a group they name."""
+    if f"{provider}/{model}" in names:
+        return True
+    return any(dep.provider == provider and dep.model == model
+               for name in names for dep in registry.group(registry.resolve(name)))
 
 
 async def admit(pipeline: Pipeline, ctx: RequestContext) -> None:

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.config.registry import model_group_aliases
+
 STRATEGIES = ("simple-shuffle", "least-busy", "latency-based-routing", "usage-based-routing",
               "usage-based-routing-v2", "cost-based-routing")
 # LiteLLM's retry_policy / allowed_fails_policy keys -> the error classes of gateway/router/policy.py.
@@ -90,6 +92,7 @@ def router_settings(router: Mapping[str, Any], litellm: Mapping[str, Any],
     for name in defaults:
         if name not in groups:
             raise ValueError(f"router_settings.default_fallbacks: '{name}' is not a model_name in model_list")
+    model_group_aliases(router.get("model_group_alias"), groups)  # the registry resolves them (config/registry.py)
     policies = {}
     for name, deps in groups.items():
         values = dict(base)
