@@ -146,6 +146,7 @@ async def _teams(args: argparse.Namespace, admin: Admin) -> int:
 
 async def _spend(args: argparse.Namespace, admin: Admin) -> int:
     from gateway.db import queries
+    from gateway.spend.cost import shown_cost
 
     end = args.end or datetime.now(UTC).date()
     start = args.start or end - timedelta(days=29)
@@ -158,7 +159,8 @@ async def _spend(args: argparse.Namespace, admin: Admin) -> int:
                                          api_key=token, team_id=args.team)
     columns = {"day": ("date",), "model": ("model",), "model_group": ("model_group",),
                "team": ("team_id", "team_alias"), "key": ("api_key", "key_alias")}[args.group_by]
-    rows = [{**e, "date": str(e["date"])} if "date" in e else e for e in entries]
+    rows = [{**e, "spend": shown_cost(e["spend"]), **({"date": str(e["date"])} if "date" in e else {})}
+            for e in entries]
     _print(rows, args.json, (*columns, "spend", "requests", "failed_requests", "prompt_tokens", "completion_tokens"),
            f"spend {start} .. {end} by {args.group_by}: ${sum(e['spend'] for e in entries):.6f}")
     return 0

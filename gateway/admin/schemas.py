@@ -12,10 +12,11 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints, field_validator
 
 from gateway.admin.body import readable
 from gateway.auth.durations import parse_duration
+from gateway.spend.cost import shown_cost
 
 MAX_MODELS = 100
 MAX_TAGS = 64
@@ -58,6 +59,8 @@ TeamId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]
 KeyRef = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
 DurationText = Annotated[str, StringConstraints(max_length=16), AfterValidator(_check_duration)]
 Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)]
+# A spend in an answer: 12 significant digits, without the float noise of its sums (gateway/spend/cost.py).
+Cost = Annotated[float, PlainSerializer(shown_cost, return_type=float)]
 Limit = Annotated[int, Field(ge=0, le=MAX_LIMIT)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 Models = Annotated[list[ModelName], Field(max_length=MAX_MODELS)]
@@ -147,7 +150,7 @@ class LimitInfo(BaseModel):
     max_budget: float | None
     budget_duration: str | None
     budget_reset_at: datetime | None
-    spend: float
+    spend: Cost
     tpm_limit: int | None
     rpm_limit: int | None
     max_parallel_requests: int | None
@@ -181,9 +184,9 @@ class GenerateKeyResponse(KeyInfo):
 class KeyUsage(BaseModel):
     """What the key has spent, from the spend log and from the limits' live counters."""
 
-    total_spend: float = Field(description="USD over the key's whole life, from the spend log's daily roll-ups")
+    total_spend: Cost = Field(description="USD over the key's whole life, from the spend log's daily roll-ups")
     requests: int = Field(description="Requests in the spend log, failed ones included")
-    period_spend: float | None = Field(default=None, description="USD the budget counts in its current period "
+    period_spend: Cost | None = Field(default=None, description="USD the budget counts in its current period "
                                        "(requests in flight at their worst case); null when no budget is counted")
     period_start: datetime | None = None
 

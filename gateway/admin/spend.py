@@ -34,7 +34,8 @@ class SpendLogRow(BaseModel):
     team_id: str | None = None
     model_group: str | None = None
     model: str | None = None
-    spend: float = 0.0
+    spend: schemas.Cost = 0.0
+    cost_saved: schemas.Cost | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -53,7 +54,7 @@ class SpendLogsResponse(BaseModel):
 
 class SpendReportEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
-    spend: float = Field(description="USD")
+    spend: schemas.Cost = Field(description="USD")
     requests: int
 
 

@@ -24,7 +24,7 @@ from gateway.admin.models import shown_base
 from gateway.context import RequestContext
 from gateway.router import key_of
 from gateway.router.outcomes import Outcome, masked
-from gateway.spend.cost import response_cost
+from gateway.spend.cost import response_cost, shown_cost
 from gateway.upstream import call as calls
 from providers.base import Deployment
 from translators import systemone as systemone_wire
@@ -103,7 +103,8 @@ async def probe(state: GatewayState, dep: Deployment, request_id: str, identity:
     latency_ms = round((time.perf_counter() - ctx.started) * 1000.0, 3)
     state.spend.write(ctx)
     body: dict[str, Any] = {"request_id": request_id, "outcome": "success" if ctx.error is None else "error",
-                            "status": ctx.status, "latency_ms": latency_ms, "billable": True, "cost": ctx.cost}
+                            "status": ctx.status, "latency_ms": latency_ms, "billable": True,
+                            "cost": shown_cost(ctx.cost) if ctx.cost is not None else None}
     if ctx.error is not None:
         body["error"] = ctx.error.code or ctx.error.type
         body["message"] = masked(ctx.error.message, dep.api_key)
@@ -120,4 +121,4 @@ async def probe_all(state: GatewayState, deps: list[Deployment], request_id: str
     report["billable"] = True
     report["source"] = "traffic and probe"
     costs = [p["cost"] for p in probes if p["outcome"] == "success"]  # a failed call is not billed
-    report["probe_cost"] = None if any(cost is None for cost in costs) else sum(costs)
+    report["probe_cost"] = None if any(cost is None for cost in costs) else shown_cost(sum(costs))

@@ -21,6 +21,7 @@ from gateway.cache.steps import CacheOutcome, paid_usage
 from gateway.observability import logs
 from gateway.observability.labels import NONE
 from gateway.observability.metrics import Metrics
+from gateway.spend.cost import shown_cost
 
 log = logging.getLogger("gateway.observability")
 
@@ -148,10 +149,11 @@ def request_fields(ctx: Any, total_s: float, upstream_ms: float, cache: tuple[in
         "deployment": f"{dep.provider}/{dep.model}" if dep is not None else None,
         "status": ctx.status, "latency_ms": round(total_s * 1000.0, 3), "upstream_latency_ms": round(upstream_ms, 3),
         "retries": ctx.retries, "fallbacks": ctx.fallbacks, "hedged": ctx.hedged,
-        "cache_hits": cache[0], "cache_misses": cache[1], "cost": ctx.cost,
+        "cache_hits": cache[0], "cache_misses": cache[1],
+        "cost": shown_cost(ctx.cost) if ctx.cost is not None else None,
     }
     if cache[2]:
-        fields["cost_saved"] = cache[2]
+        fields["cost_saved"] = shown_cost(cache[2])
     usage = paid_usage(ctx)
     if usage is not None:
         fields["input_tokens"], fields["output_tokens"] = usage.input_tokens, usage.output_tokens

@@ -13,6 +13,9 @@ A per-request price comes from ``litellm_params.cost_per_request`` (or LiteLLM's
 once per upstream call, which is how providers bill: a request the router splits into several chunks
 pays it once per chunk (the router sums ``response_cost`` over the chunks).
 
+Shown (headers, JSON answers, log lines), a cost has at most 12 significant digits (``shown_cost``):
+sums of float prices carry noise in their last bits, which is dropped there, not where it is stored.
+
 A cost is never made up: a model with no price anywhere, or an upstream that reported no token
 counts, has an unknown cost (``None``), and the header is left out rather than saying $0.
 """
@@ -122,9 +125,20 @@ def response_cost(usage: Usage, dep: Deployment, response_model: str | None = No
             + (usage.output_tokens or 0) * price.output + price.per_request)
 
 
+COST_DIGITS = 12  # significant digits of a cost as shown (headers, JSON answers, log lines)
+
+
+def shown_cost(cost: float) -> float:
+    """A cost as the gateway shows it: rounded to ``COST_DIGITS`` significant digits, which drops the
+    last-bit noise of float arithmetic (``0.0007800000000000001`` -> ``0.00078``; 3 x $0.00026) and
+    nothing a price can mean (a relative change under 5e-13). What is stored and summed is unchanged."""
+    cost = float(cost)
+    return float(f"{cost:.{COST_DIGITS}g}") if math.isfinite(cost) else cost
+
+
 def format_cost(cost: float) -> str:
-    """Header text: shortest exact repr, e.g. ``8.2e-05`` or ``0.0``."""
-    return repr(float(cost))
+    """Header text: the shown cost's shortest repr, e.g. ``8.2e-05``, ``0.00078`` or ``0.0``."""
+    return repr(shown_cost(cost))
 
 
 def _per_request(dep: Deployment) -> float | None:
