@@ -142,6 +142,9 @@ def _read_each_gguf_once() -> None:
 
 
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
+    from backend.gguf_table import read_tensor_table
+
+    read_tensor_table(gguf_path)  # a file that is not a whole GGUF fails here in ~0.1 s, before torch's import
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -61,8 +61,34 @@ def test_a_corrupt_gguf_is_a_load_error_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.setenv("DECISIONS_GATEWAY_CACHE", str(tmp_path / "cache"))
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x00" * 60)
-    with pytest.raises(loading.ModelLoadError, match="could not be loaded as a causal LM"):
+    with pytest.raises(loading.ModelLoadError, match="could not be loaded as a causal LM") as caught:
         loading.load_model(str(broken), device="cpu")
+    # the conversion child read the header, named what is wrong and exited before it imported torch
+    assert "converting broken.gguf failed: ValueError: broken.gguf is GGUF version 0" in str(caught.value)
+    assert not [p for p in (tmp_path / "cache" / "models").iterdir() if p.is_dir()]  # no folder, not even staging
+
+
+def test_the_tensor_table_is_read_without_the_metadata_and_a_cut_file_is_refused(tmp_path):
+    """backend.gguf_table: the bundled file's table (its 272 tensors, Q4_1, Q8_0 and F32, at 32-byte aligned
+    offsets), and a file cut short, in its header or in its tensors' data, is a ValueError, never a read past
+    its end. That the blocks read are the weights is checked in test_memory (equal to the converted file)."""
+    from backend.gguf_table import read_tensor_table
+
+    gguf = loading.bundled_gguf()
+    table = read_tensor_table(gguf)
+    assert table.architecture == "llama" and len(table.tensors) == 272
+    assert {t.kind for t in table.tensors.values()} == {"Q4_1", "Q8_0", "F32"}
+    embedding = table.tensors["token_embd.weight"]
+    assert embedding.kind == "Q8_0" and embedding.dims == (576, 49152)
+    assert table.data(embedding).shape == (49152, 576 // 32 * 34)  # rows of 18 blocks of 34 bytes, as gguf's reader
+    assert all(t.offset % 32 == 0 for t in table.tensors.values())
+    last = max(table.tensors.values(), key=lambda t: t.offset)
+    assert last.offset + last.n_bytes == gguf.stat().st_size  # the table accounts for the file to its last byte
+    whole = gguf.read_bytes()
+    for cut, reason in ((1_000_000, "ends inside"), (last.offset + 1, "past the end")):
+        (tmp_path / "cut.gguf").write_bytes(whole[:cut])
+        with pytest.raises(ValueError, match=reason):
+            read_tensor_table(tmp_path / "cut.gguf")
 
 
 def test_a_hugging_face_folder_loads_and_scores_like_the_default(service):
