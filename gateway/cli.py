@@ -83,8 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        say(f"decisions-gateway: config error: {exc}", error=True)
+        if len(exc.problems) > 1:
+            say(f"decisions-gateway: {len(exc.problems)} config errors in {exc.source or args.config}; "
+                "nothing was started:", error=True)
+        for problem in exc.problems:  # one line each, every one of them
+            say(f"decisions-gateway: config error: {problem}", error=True)
         return 2
+    for problem in config.unconfigured.values():  # general_settings.allow_missing_keys: true
+        say(f"decisions-gateway: warning: {problem}; the deployment answers 503 until it is set", error=True)
     if args.workers > 1:
         return serve_workers(args, config)
     return serve(args, config)

@@ -61,6 +61,8 @@ GENERAL_SETTINGS = frozenset({
     "ready_while_db_down", "ready_while_redis_down",
     # browser requests from other origins (gateway/edge/cross_site.py)
     "allowed_origins",
+    # start without the provider keys some deployments need (gateway/config/credentials.py)
+    "allow_missing_keys",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

@@ -13,8 +13,8 @@
       max_concurrent_connections: 1024     # uvicorn's limit_concurrency: beyond it new requests answer 503
 
 ``limits_from_settings(general_settings) -> LimitsSettings`` checks every value (a positive number of
-the right kind) and raises ``ValueError`` naming the key; gateway/config/loader.py turns that into a
-``ConfigError``. Pure: no I/O.
+the right kind) and raises ``ValueError`` naming the key; ``limits_problems`` lists every bad one, which
+gateway/config/loader.py turns into a ``ConfigError``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -52,6 +52,17 @@ def limits_from_settings(general: Mapping[str, Any] | None) -> LimitsSettings:
             continue
         values[f.name] = _positive(f.name, general[f.name], float if f.name.endswith("_s") else int)
     return LimitsSettings(**values)
+
+
+def limits_problems(general: Mapping[str, Any] | None) -> list[str]:
+    """Every unusable limit of ``general_settings``, each ``<key>: <rule>, got <value>``."""
+    out = []
+    for f in fields(LimitsSettings):
+        try:
+            limits_from_settings({f.name: (general or {}).get(f.name)})
+        except ValueError as exc:
+            out.append(str(exc))
+    return out
 
 
 def _positive(name: str, value: Any, kind: type) -> int | float:

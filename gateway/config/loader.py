@@ -2,15 +2,17 @@
 
 An existing LiteLLM config works as is: ``model_list`` (``model_name``, ``litellm_params``,
 ``model_info``), ``general_settings``, ``router_settings``, ``litellm_settings``; a value
-``os.environ/NAME`` anywhere is read from the environment. Every problem fails the start with a
-``ConfigError`` naming the entry (``model_list[1].litellm_params.api_key``) and the rule; a file that
-is not UTF-8, too large, or whose aliases expand too far (``config/yaml_bounds.py``) names the file.
+``os.environ/NAME`` anywhere is read from the environment. Every entry and section is checked, and
+every problem found is reported at once: one ``ConfigError`` whose ``problems`` each name the entry
+(``model_list[1] (jev).litellm_params.api_kye``) and the rule, an unknown key with the closest known
+names ("did you mean 'api_key'?"). A deployment without the key its provider needs is one of them,
+unless ``general_settings.allow_missing_keys: true`` (then it is listed in ``unconfigured``). A file
+that is not UTF-8, too large, or whose aliases expand too far (``config/yaml_bounds.py``) names the file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,14 +22,13 @@ from typing import Any
 import yaml
 
 from gateway.config import keys as config_keys
-from gateway.config.errors import ConfigError
-from gateway.config.params import param_problem
+from gateway.config.credentials import SETTING as ALLOW_MISSING_KEYS
+from gateway.config.entries import deployment_of
+from gateway.config.errors import ConfigError, Problems, unknown_keys
 from gateway.config.yaml_bounds import MAX_CONFIG_BYTES, load_yaml
 from providers.base import Deployment
-from translators.errors import DecisionError
 
 ENV_PREFIX = "os.environ/"
-SECRET_KEYS = frozenset({"api_key", "master_key", "salt_key"})
 
 # The embedded default: the bundled backend with the small model, no key needed.
 DEFAULT_CONFIG: dict = {"model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}]}
@@ -45,6 +46,9 @@ class GatewayConfig:
     limits: Any = None  # gateway.config.limits.LimitsSettings: body, JSON, multipart, upstream and time caps
     source: str = "<built-in default>"
     digest: str = ""  # sha256 of the file's bytes ("" when not read from a file): which file a worker runs
+    # deployments without the key their provider needs (general_settings.allow_missing_keys: true):
+    # deployment id -> the problem, naming the entry and the setting (gateway/config/credentials.py)
+    unconfigured: dict[str, str] = field(default_factory=dict)
 
     @property
     def master_key(self) -> str | None:
@@ -79,282 +83,180 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
 
 
 def build_config(raw: Any, environ: Mapping[str, str], source: str = "<config>") -> GatewayConfig:
+    """Check every entry of ``raw`` and build the config; one ``ConfigError`` listing every problem."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping with model_list, general_settings, ...")
-    _reject_unknown(raw, config_keys.TOP_LEVEL, "top level")
-    env_section = _mapping(raw.get("environment_variables"), "environment_variables")
+    problems = Problems()
+    problems.items.extend(unknown_keys(raw, config_keys.TOP_LEVEL, ""))
+    env_section = _mapping(raw.get("environment_variables"), "environment_variables", problems)
     environ = {**{k: str(v) for k, v in env_section.items()}, **environ}
-    resolved = resolve_env(raw, environ)
-    general = _mapping(resolved.get("general_settings"), "general_settings")
-    router = _mapping(resolved.get("router_settings"), "router_settings")
-    settings = _mapping(resolved.get("litellm_settings"), "litellm_settings")
-    _reject_unknown(general, config_keys.GENERAL_SETTINGS, "general_settings")
-    _reject_unknown(router, config_keys.ROUTER_SETTINGS, "router_settings")
-    _reject_unknown(settings, config_keys.LITELLM_SETTINGS, "litellm_settings")
-    model_list = resolved.get("model_list") or []
-    if not isinstance(model_list, list):
-        raise ConfigError("model_list: must be a list of entries with model_name and litellm_params")
-    deployments = [_deployment(entry, raw["model_list"][i], i, environ, router) for i, entry in enumerate(model_list)]
-    if not deployments:
-        raise ConfigError("model_list: no models configured; add at least one entry with model_name and "
-                          "litellm_params.model")
+    unset: dict[str, str] = {}
+    resolved = resolve_env(raw, environ, unset=unset)
+    general = _mapping(resolved.get("general_settings"), "general_settings", problems)
+    router = _mapping(resolved.get("router_settings"), "router_settings", problems)
+    settings = _mapping(resolved.get("litellm_settings"), "litellm_settings", problems)
+    for section, known, name in ((general, config_keys.GENERAL_SETTINGS, "general_settings"),
+                                 (router, config_keys.ROUTER_SETTINGS, "router_settings"),
+                                 (settings, config_keys.LITELLM_SETTINGS, "litellm_settings")):
+        problems.items.extend(unknown_keys(section, known, name))
+    allow_missing = general.get(ALLOW_MISSING_KEYS, False)
+    if not isinstance(allow_missing, bool):
+        problems.add(f"general_settings.{ALLOW_MISSING_KEYS}: must be true or false, got {allow_missing!r}")
+    deployments, unconfigured, failed = _deployments(raw, resolved, environ, router, problems, unset,
+                                                     allow_missing is True)
+    for path, name in unset.items():  # the variables no deployment took as its missing key
+        problems.add(f"{path}: 'os.environ/' needs a variable name" if not name else
+                     f"{path}: environment variable {name} is not set")
     extra = {k: v for k, v in resolved.items() if k not in
              {"model_list", "general_settings", "router_settings", "litellm_settings", "environment_variables"}}
-    config = GatewayConfig(
-        deployments=deployments, general_settings=general, router_settings=router, litellm_settings=settings,
-        environment_variables=env_section, extra_sections=extra,
-        request_limits=build_request_limits(general.get("decision_limits")), source=source,
-        limits=build_limits_settings(general),
-    )
-    _check_router(config)
+    config = GatewayConfig(deployments=deployments, general_settings=general, router_settings=router,
+                           litellm_settings=settings, environment_variables=env_section, extra_sections=extra,
+                           source=source, unconfigured=unconfigured)
+    with problems.collect():
+        config.request_limits = build_request_limits(general.get("decision_limits"))
+    with problems.collect():
+        config.limits = build_limits_settings(general)
+    _check_settings(config, failed, problems)
+    problems.raise_if_any(source)
     return config
 
 
-def _check_router(config: GatewayConfig) -> None:
-    """The router's and the shared state's settings, checked at load (the gateway builds them at start)."""
-    from gateway.router.settings import router_settings_of
+def _deployments(raw: dict, resolved: dict, environ: Mapping[str, str], router: dict, problems: Problems,
+                 unset: dict[str, str], allow_missing: bool) -> tuple[list[Deployment], dict[str, str], list[str]]:
+    """The deployments of ``model_list``, the unconfigured ones' problems (missing keys allowed), and
+    the model names of the entries that failed (so that settings naming them are not refused too)."""
+    model_list = resolved.get("model_list") or []
+    if not isinstance(model_list, list):
+        problems.add("model_list: must be a list of entries with model_name and litellm_params")
+        return [], {}, []
+    if not model_list:
+        problems.add("model_list: no models configured; add at least one entry with model_name and "
+                     "litellm_params.model")
+    deployments: list[Deployment] = []
+    unconfigured: dict[str, str] = {}
+    failed: list[str] = []
+    for i, entry in enumerate(model_list):
+        unset_key = unset.pop(f"model_list[{i}].litellm_params.api_key", None)
+        dep = deployment_of(entry, raw["model_list"][i], i, environ, router, problems, unset_key,
+                            unconfigured if allow_missing else None)
+        if dep is not None:
+            deployments.append(dep)
+        elif isinstance(entry, dict) and isinstance(entry.get("model_name"), str):
+            failed.append(entry["model_name"].strip())
+    return deployments, unconfigured, failed
+
+
+def _check_settings(config: GatewayConfig, failed: list[str], problems: Problems) -> None:
+    """The router's, the cache's, the shared state's and the other features' settings, checked at load
+    (the gateway builds them at start); each section on its own, so each reports its problem."""
+    from types import SimpleNamespace
+
+    from gateway.cache.settings import cache_settings_of
+    from gateway.router.settings import router_settings
     from gateway.shared_state.factory import redis_url_from_config
 
-    try:
-        router_settings_of(config)
-        redis_url_from_config(config.general_settings, config.router_settings)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    from gateway.cache.settings import cache_settings_of
-
-    cache_settings_of(config)  # the answer cache's keys (a ConfigError names the bad one)
-    failure = config.general_settings.get("limits_on_redis_failure")
+    groups: dict[str, list[Any]] = {name: [SimpleNamespace(model_info={})] for name in failed}
+    for dep in config.deployments:
+        groups.setdefault(dep.model_name, []).append(dep)
+    general = config.general_settings
+    for check in (lambda: router_settings(config.router_settings, config.litellm_settings, groups),
+                  lambda: redis_url_from_config(general, config.router_settings),
+                  lambda: cache_settings_of(config),  # the answer cache's keys (a ConfigError names the bad one)
+                  lambda: _check_edge_and_database(general)):
+        with problems.collect():
+            try:
+                check()
+            except ValueError as exc:
+                if isinstance(exc, ConfigError):
+                    raise
+                raise ConfigError(str(exc)) from None
+    failure = general.get("limits_on_redis_failure")
     if failure is not None and failure not in ("fail_open", "fail_closed"):
-        raise ConfigError("general_settings.limits_on_redis_failure: must be fail_open or fail_closed, "
-                          f"got {failure!r}")
-    store = config.general_settings.get("store_content")
+        problems.add(f"general_settings.limits_on_redis_failure: must be fail_open or fail_closed, got {failure!r}")
+    store = general.get("store_content")
     if store is not None and store not in ("none", "digest", "full"):
-        raise ConfigError(f"general_settings.store_content: must be none, digest or full, got {store!r}")
+        problems.add(f"general_settings.store_content: must be none, digest or full, got {store!r}")
     for key in ("ready_while_db_down", "ready_while_redis_down"):
-        value = config.general_settings.get(key)
+        value = general.get(key)
         if value is not None and not isinstance(value, bool):
-            raise ConfigError(f"general_settings.{key}: must be true or false, got {value!r}")
+            problems.add(f"general_settings.{key}: must be true or false, got {value!r}")
 
 
-def resolve_env(value: Any, environ: Mapping[str, str], where: str = "") -> Any:
-    """Replace every ``os.environ/NAME`` string (at any depth) by the variable's value."""
+def _check_edge_and_database(general: dict) -> None:
+    """``allowed_origins`` and the database settings, which the app reads only when it starts."""
+    from gateway.db.engine import async_url, auto_migrate_from_settings
+    from gateway.edge.cross_site import CrossSitePolicy
+
+    CrossSitePolicy.from_settings(general)
+    auto_migrate_from_settings(general)
+    url = general.get("database_url")
+    if isinstance(url, str) and url:
+        async_url(url)
+    elif url not in (None, ""):
+        raise ConfigError("general_settings.database_url: must be a URL such as postgresql://user@host/db or "
+                          "sqlite:///path/to/file.db")
+
+
+def resolve_env(value: Any, environ: Mapping[str, str], where: str = "", unset: dict[str, str] | None = None) -> Any:
+    """Replace every ``os.environ/NAME`` string (at any depth) by the variable's value. A variable that is
+    not set is a ``ConfigError``, or, with ``unset`` given, recorded there (path -> name) as None."""
     if isinstance(value, str) and value.startswith(ENV_PREFIX):
         name = value[len(ENV_PREFIX):].strip()
-        if not name:
-            raise ConfigError(f"{where or 'config'}: 'os.environ/' needs a variable name")
-        if name not in environ:
-            raise ConfigError(f"{where or 'config'}: environment variable {name} is not set")
-        return environ[name]
+        if name and name in environ:
+            return environ[name]
+        if unset is None:
+            raise ConfigError(f"{where or 'config'}: 'os.environ/' needs a variable name" if not name else
+                              f"{where or 'config'}: environment variable {name} is not set")
+        unset[where or "config"] = name
+        return None
     if isinstance(value, dict):
-        return {k: resolve_env(v, environ, _join(where, k)) for k, v in value.items()}
+        return {k: resolve_env(v, environ, _join(where, k), unset) for k, v in value.items()}
     if isinstance(value, list):
-        return [resolve_env(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [resolve_env(v, environ, f"{where}[{i}]", unset) for i, v in enumerate(value)]
     return value
 
 
 def build_request_limits(raw: Any):
-    """``general_settings.decision_limits`` -> ``translators.limits.RequestLimits``."""
+    """``general_settings.decision_limits`` -> ``translators.limits.RequestLimits``; every unknown key and
+    bad value named."""
+    from dataclasses import fields
+
     from translators.limits import RequestLimits
 
+    where = "general_settings.decision_limits"
     if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("general_settings.decision_limits: must be a mapping such as {max_questions: 400}")
+        raise ConfigError(f"{where}: must be a mapping such as {{max_questions: 400}}")
+    raw = raw or {}
+    known = [f.name for f in fields(RequestLimits)]
+    problems = unknown_keys(raw, known, where)
+    for name, value in raw.items():
+        if name in known and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.append(f"{where}.{name}: must be a whole number, 0 or more, got {value!r}")
+    if problems:
+        raise ConfigError(problems)
     try:
         return RequestLimits.from_dict(raw)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"general_settings.decision_limits: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def build_limits_settings(general: dict):
     """The limits and hardening keys of ``general_settings`` -> ``gateway.config.limits.LimitsSettings``."""
-    from gateway.config.limits import limits_from_settings
+    from gateway.config.limits import limits_from_settings, limits_problems
 
-    try:
-        return limits_from_settings(general)
-    except ValueError as exc:
-        raise ConfigError(f"general_settings.{exc}") from None
-
-
-def check_api_base(api_base: str | None, where: str) -> None:
-    """An ``api_base`` (``where`` names it) must be an http(s) or local:// URL without ``user:password@``.
-
-    A base with credentials made every request to it fail; the message never echoes them.
-    """
-    if api_base is None:
-        return
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(api_base.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        raise ConfigError(f"{where}: not a valid URL") from None
-    if parts.scheme.lower() == "local":
-        return
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{where}: must be an http:// or https:// URL with a host")
-    if "@" in parts.netloc:
-        raise ConfigError(f"{where}: must not carry a user name or password (user:password@host); "
-                          "put the credential in api_key instead")
-
-
-def _deployment(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, str], router: dict) -> Deployment:
-    where = f"model_list[{index}]"
-    if not isinstance(entry, dict):
-        raise ConfigError(f"{where}: must be a mapping with model_name and litellm_params")
-    _reject_unknown(entry, config_keys.MODEL_ENTRY, where)
-    model_name = entry.get("model_name")
-    if not isinstance(model_name, str) or not model_name.strip():
-        raise ConfigError(f"{where}.model_name: missing; every entry needs the name callers use")
-    where = f"model_list[{index}] ({model_name})"
-    params = entry.get("litellm_params")
-    if not isinstance(params, dict):
-        raise ConfigError(f"{where}.litellm_params: missing; it needs at least model: provider/name")
-    model = params.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise ConfigError(f"{where}.litellm_params.model: missing; write it as provider/name, e.g. typesafe/jev-latest")
-    provider, upstream_model = _split_model(model, f"{where}.litellm_params.model")
-    known_params = config_keys.LITELLM_PARAMS | config_keys.PROVIDER_PARAMS | _provider_params(provider)
-    _reject_unknown(params, known_params, f"{where}.litellm_params")
-    model_info = entry.get("model_info") or {}
-    if not isinstance(model_info, dict):
-        raise ConfigError(f"{where}.model_info: must be a mapping")
-    typed = {
-        "api_key": _optional(params, "api_key", str, where),
-        "api_base": _optional(params, "api_base", str, where),
-        "timeout": _optional(params, "timeout", float, where),
-        "input_cost_per_token": _optional(params, "input_cost_per_token", float, where),
-        "output_cost_per_token": _optional(params, "output_cost_per_token", float, where),
-        "rpm": _optional(params, "rpm", int, where),
-        "tpm": _optional(params, "tpm", int, where),
-    }
-    if typed["timeout"] is None:
-        typed["timeout"] = _optional(router, "timeout", float, "router_settings") or 60.0
-    _check_ranges(typed, where)
-    _check_per_request_price(params, where)
-    problem = param_problem(params)
-    if problem:
-        raise ConfigError(f"{where}.litellm_params.{problem}")
-    check_api_base(typed["api_base"], f"{where}.litellm_params.api_base")
-    rest = {k: v for k, v in params.items() if k not in typed and k != "model"}
-    dep = Deployment(
-        model_name=model_name.strip(), provider=provider, model=upstream_model,
-        model_info=model_info, params=rest, id=_deployment_id(raw_entry),
-        **{k: v for k, v in typed.items() if v is not None},
-    )
-    from providers.limits import limit_problems
-
-    problems = limit_problems(dep)
+    problems = limits_problems(general)
     if problems:
-        raise ConfigError(f"{where}.{problems[0]}")
-    dep = _resolve_provider_defaults(dep, environ, where)
-    check_api_base(dep.api_base, f"{where}: the api_base from the provider's environment variable")
-    return dep
+        raise ConfigError([f"general_settings.{problem}" for problem in problems])
+    return limits_from_settings(general)
 
 
-def _check_ranges(typed: dict, where: str) -> None:
-    """A timeout must be positive (0 would fail every call with a 504); prices and limits not negative; all
-    finite (a NaN price made every response's cost ``nan``)."""
-    import math
-
-    if not math.isfinite(typed["timeout"]) or typed["timeout"] <= 0:
-        raise ConfigError(f"{where}.litellm_params.timeout: must be a positive number of seconds, "
-                          f"got {typed['timeout']:g}")
-    for key in ("input_cost_per_token", "output_cost_per_token", "rpm", "tpm"):
-        if typed[key] is not None and typed[key] < 0:
-            raise ConfigError(f"{where}.litellm_params.{key}: must not be negative, got {typed[key]!r}")
-        if typed[key] is not None and not math.isfinite(typed[key]):
-            raise ConfigError(f"{where}.litellm_params.{key}: must be a finite number, got {typed[key]!r}")
-
-
-def _check_per_request_price(params: dict, where: str) -> None:
-    """``cost_per_request`` (and LiteLLM's ``input_cost_per_query``): a finite number, not negative."""
-    import math
-
-    for key in ("cost_per_request", "input_cost_per_query"):
-        value = params.get(key)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{where}.litellm_params.{key}: must be a non-negative number of USD, got {value!r}")
-
-
-def _split_model(model: str, where: str) -> tuple[str, str]:
-    from providers import registry
-
-    known = sorted(registry.PROVIDERS)
-    if "/" not in model:
-        raise ConfigError(f"{where}: '{model}' has no provider prefix; write provider/name "
-                          f"with one of the known providers: {', '.join(known)}")
-    try:
-        provider, name = registry.split_model(model)
-    except (DecisionError, ValueError, KeyError) as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    if provider not in registry.PROVIDERS:
-        raise ConfigError(f"{where}: unknown provider '{provider}' in '{model}'; known providers: {', '.join(known)}")
-    if not name:
-        raise ConfigError(f"{where}: '{model}' names no model after the provider")
-    return provider, name
-
-
-def _provider_params(provider: str) -> frozenset[str]:
-    """Extra litellm_params the provider reads (``known_params`` on its class)."""
-    from providers import registry
-
-    return registry.PROVIDERS[provider].known_params
-
-
-def _resolve_provider_defaults(dep: Deployment, environ: Mapping[str, str], where: str) -> Deployment:
-    """Default keys and bases from the provider (``providers.registry.resolve``), when it offers them."""
-    from providers import registry
-
-    resolve = getattr(registry, "resolve", None)
-    if resolve is None:
-        return dep
-    try:
-        return resolve(dep, environ)
-    except (DecisionError, ValueError, KeyError, LookupError) as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-
-
-def _optional(params: dict, key: str, kind: type, where: str):
-    value = params.get(key)
-    if value is None:
-        return None
-    try:
-        if kind is str:
-            if not isinstance(value, str):
-                raise TypeError
-            return value
-        if isinstance(value, bool):
-            raise TypeError
-        converted = kind(value)
-        if kind is int and converted != float(value):
-            raise TypeError
-        return converted
-    except (TypeError, ValueError, OverflowError):  # OverflowError: int(.inf)
-        shown = f"a value of type {type(value).__name__}" if key in SECRET_KEYS else repr(value)  # never echo a key
-        raise ConfigError(f"{where}.{key}: expected {kind.__name__}, got {shown}") from None
-
-
-def _mapping(value: Any, where: str) -> dict:
+def _mapping(value: Any, where: str, problems: Problems) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: must be a mapping")
+        problems.add(f"{where}: must be a mapping")
+        return {}
     return value
-
-
-def _reject_unknown(section: dict, known: frozenset[str] | set[str], where: str) -> None:
-    unknown = [k for k in section if k not in known]
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {', '.join(repr(str(k)) for k in unknown)}; "
-                          f"known keys: {', '.join(sorted(known))}")
-
-
-def _deployment_id(raw_entry: Any) -> str:
-    """A stable id from the entry as written (``os.environ/`` references, not the secrets)."""
-    text = json.dumps(raw_entry, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _join(where: str, key: Any) -> str:

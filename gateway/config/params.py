@@ -2,8 +2,8 @@
 
 The loader types ``api_key``, ``api_base``, ``timeout``, the token prices, ``rpm`` and ``tpm`` itself;
 the rest are read later by the router, the prices and the providers, each of which would otherwise
-ignore a bad value or fail on it per request. So each is checked here, and ``param_problem`` returns
-the first problem as ``<key>: <rule>, got <value>`` (the loader prefixes the entry):
+ignore a bad value or fail on it per request. So each is checked here, and ``param_problems`` returns
+every problem as ``<key>: <rule>, got <value>`` (the loader prefixes the entry):
 
 - prices (``cache_read_input_token_cost``, ...): a finite number, not negative;
 - ``weight``: a finite number, not negative (0: picked only when every weight is 0);
@@ -33,28 +33,29 @@ def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
 
-def param_problem(params: Mapping[str, Any]) -> str | None:
-    """The first problem of ``params`` (``<key>: <rule>, got <value>``), or None."""
+def param_problems(params: Mapping[str, Any]) -> list[str]:
+    """Every problem of ``params``, each ``<key>: <rule>, got <value>``."""
+    out = []
     for key in PRICES:
         value = params.get(key)
         if value is not None and not (_number(value) and 0 <= value <= MAX_NUMBER):
-            return f"{key}: must be a finite, non-negative number of USD, got {value!r}"
+            out.append(f"{key}: must be a finite, non-negative number of USD, got {value!r}")
     weight = params.get("weight")
     if weight is not None and not (_number(weight) and 0 <= weight <= MAX_NUMBER):
-        return f"weight: must be a finite, non-negative number, got {weight!r}"
+        out.append(f"weight: must be a finite, non-negative number, got {weight!r}")
     for key, (low, high) in WHOLE.items():
         value = params.get(key)
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-            return f"{key}: must be a whole number from {low} to {high}, got {value!r}"
+            out.append(f"{key}: must be a whole number from {low} to {high}, got {value!r}")
     hedge = params.get("hedge_after_ms")
     if hedge is not None and not (_number(hedge) and 0 < hedge <= MAX_NUMBER):
-        return f"hedge_after_ms: must be a positive, finite number of milliseconds, got {hedge!r}"
+        out.append(f"hedge_after_ms: must be a positive, finite number of milliseconds, got {hedge!r}")
     for key in ("headers", "extra_headers"):
         if params.get(key) is not None:
             problem = _headers_problem(params[key])
             if problem:
-                return f"{key}: {problem}"
-    return None
+                out.append(f"{key}: {problem}")
+    return out
 
 
 def _headers_problem(headers: Any) -> str | None:

@@ -124,7 +124,7 @@ def test_a_real_start_prints_where_it_listens_and_the_model_count(tmp_path):
     ("model_list:\n  - model_name: x\n    litellm_params: {model: nowhere/m}\n", "unknown provider 'nowhere'"),
     ("model_list:\n  - model_name: x\n    litellm_params: {model: typesafe/j, api_key: os.environ/CLI_UNSET_VAR}\n",
      "environment variable CLI_UNSET_VAR is not set"),
-    ("model_list: []\nrouter_setting: {}\n", "unknown key 'router_setting'"),
+    ("model_list: []\nrouter_setting: {}\n", "router_setting: unknown top-level key; did you mean 'router_settings'"),
 ])
 def test_a_bad_config_fails_at_start_with_a_message(tmp_path, yaml_text, words):
     path = tmp_path / "bad.yaml"

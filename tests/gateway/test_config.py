@@ -98,13 +98,13 @@ def test_unknown_provider_lists_the_known_ones():
 def test_missing_environment_variable_names_the_entry_and_variable():
     raw = {"model_list": [{"model_name": "jev", "litellm_params": {
         "model": "typesafe/jev-latest", "api_key": "os.environ/NOT_SET_ANYWHERE"}}]}
-    with pytest.raises(ConfigError, match=r"model_list\[0\]\.litellm_params\.api_key: environment variable "
-                                          r"NOT_SET_ANYWHERE is not set"):
+    with pytest.raises(ConfigError, match=r"model_list\[0\] \(jev\)\.litellm_params\.api_key: environment variable "
+                                          r"NOT_SET_ANYWHERE is not set, and provider 'typesafe' needs an API key"):
         build_config(raw, {})
 
 
 @pytest.mark.parametrize("raw, where, key", [
-    ({"model_lists": []}, "top level", "model_lists"),
+    ({"model_lists": []}, "model_lists: unknown top-level key; did you mean 'model_list'", "model_lists"),
     ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j"}, "modelinfo": {}}]},
      "model_list[0]", "modelinfo"),
     ({"model_list": [{"model_name": "a", "litellm_params": {"model": "typesafe/j", "api_kye": "k"}}]},
@@ -120,7 +120,7 @@ def test_missing_environment_variable_names_the_entry_and_variable():
 def test_unknown_keys_fail_at_every_level(raw, where, key):
     with pytest.raises(ConfigError) as err:
         build_config(raw, {})
-    assert str(err.value).startswith(where) and key in str(err.value)
+    assert err.value.problems[0].startswith(where) and key in str(err.value)
 
 
 @pytest.mark.parametrize("raw, expected", [

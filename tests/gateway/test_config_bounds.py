@@ -28,7 +28,7 @@ def load(tmp_path, text: str):
     ("      output_cost_per_token: .inf\n", "model_list[0] (jev).litellm_params.output_cost_per_token"),
     ("      cache_read_input_token_cost: .nan\n", "model_list[0] (jev).litellm_params.cache_read_input_token_cost"),
     ("      timeout: .nan\n", "model_list[0] (jev).litellm_params.timeout"),
-    ("      rpm: .inf\n", "model_list[0] (jev).rpm"),
+    ("      rpm: .inf\n", "model_list[0] (jev).litellm_params.rpm"),
     ("      weight: -1\n", "model_list[0] (jev).litellm_params.weight"),
     ("      weight: .nan\n", "model_list[0] (jev).litellm_params.weight"),
     ("      num_retries: 1e9\n", "model_list[0] (jev).litellm_params.num_retries"),

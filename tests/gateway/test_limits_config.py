@@ -78,7 +78,7 @@ def test_unusable_limits_stop_the_start_naming_the_key(key, value):
 def test_a_misspelt_limit_is_an_unknown_key():
     with pytest.raises(ConfigError) as err:
         build_config(config_with(max_json_dept=10), {})
-    assert "unknown key 'max_json_dept'" in str(err.value)
+    assert "general_settings.max_json_dept: unknown key; did you mean 'max_json_depth'?" in str(err.value)
 
 
 def test_the_readme_limits_section_shows_the_defaults():
