@@ -215,6 +215,10 @@ class Reloader:
         }
         if local_errors:
             summary["local_model_errors"] = local_errors
+        if built.registry.unconfigured:  # general_settings.allow_missing_keys: true (gateway/config/credentials.py)
+            summary["unconfigured"] = list(built.registry.unconfigured.values())
+            for problem in summary["unconfigured"]:
+                log.warning("config reload: %s; the deployment answers 503 until it is set", problem)
         self.last_summary = summary
         self._publish()
         log.info("config reloaded from %s (generation %d): %d models; added %s, removed %s, changed %s",

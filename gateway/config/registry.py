@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from gateway.config.credentials import not_configured
 from providers.base import Deployment, Limits
 from providers.limits import limits_for
 from providers.registry import adhoc_deployment, get_provider, resolve
@@ -76,7 +77,8 @@ class ModelRegistry:
     aliases (``model_group_alias``)."""
 
     def __init__(self, deployments: Iterable[Deployment], *, allow_adhoc: bool = False,
-                 environ: Mapping[str, str] | None = None, aliases: Mapping[str, Any] | None = None):
+                 environ: Mapping[str, str] | None = None, aliases: Mapping[str, Any] | None = None,
+                 unconfigured: Mapping[str, str] | None = None):
         groups: dict[str, list[Deployment]] = {}
         for dep in deployments:
             groups.setdefault(dep.model_name, []).append(dep)
@@ -87,6 +89,10 @@ class ModelRegistry:
         self._listing = ", ".join(self.names) or "(none configured)"
         self.allow_adhoc = allow_adhoc
         self._environ = os.environ if environ is None else environ
+        # deployments without their provider key (general_settings.allow_missing_keys): id -> the problem
+        ids = {dep.id for dep in self.deployments}
+        self.unconfigured: Mapping[str, str] = MappingProxyType(
+            {dep_id: why for dep_id, why in (unconfigured or {}).items() if dep_id in ids})
         self.aliases: Mapping[str, Alias] = MappingProxyType(model_group_aliases(aliases, self._groups))
         # The names /v1/models lists: the groups, then the aliases not hidden (a hidden one still answers).
         self.listed: tuple[str, ...] = (*self.names, *(a for a, entry in self.aliases.items() if not entry.hidden))
@@ -94,7 +100,8 @@ class ModelRegistry:
     @classmethod
     def from_config(cls, config) -> ModelRegistry:
         """The registry of a ``GatewayConfig`` (its deployments are resolved already)."""
-        return cls(config.deployments, aliases=(config.router_settings or {}).get("model_group_alias"))
+        return cls(config.deployments, aliases=(config.router_settings or {}).get("model_group_alias"),
+                   unconfigured=getattr(config, "unconfigured", None))
 
     @classmethod
     def adhoc(cls, deployment: Deployment, environ: Mapping[str, str] | None = None) -> ModelRegistry:
@@ -134,6 +141,17 @@ class ModelRegistry:
             return (resolve(adhoc_deployment(name), self._environ),)
         raise RequestInvalid(f"Unknown model '{name}': the configured models are {self._listing}.", loc=MODEL,
                              code="model_not_found")
+
+    def configured(self, name: str) -> tuple[Deployment, ...]:
+        """``require_group`` without the deployments that lack their provider key; when every one lacks
+        it, the 503 naming the deployment and the setting (gateway/config/credentials.py)."""
+        group = self.require_group(name)
+        if not self.unconfigured:
+            return group
+        ready = tuple(dep for dep in group if dep.id not in self.unconfigured)
+        if ready:
+            return ready
+        raise not_configured(group[0], self.unconfigured[group[0].id])
 
     def deployment_for(self, name: str) -> Deployment:
         """The first deployment of a group (for callers that need one, such as the pass-throughs)."""

@@ -9,7 +9,9 @@ each probe's cost, and each probe's spend row goes to the spend log with ``call_
 ``health_probe`` and a request id of its own. Probes do not change the router's health state.
 
 No key and no credential is ever in the answer: ``api_base`` is shown without user, password,
-query or fragment, and error messages have the deployment's key masked.
+query or fragment, and error messages have the deployment's key masked. A deployment left without its
+provider key (``general_settings.allow_missing_keys``) is ``"state": "unconfigured"`` and its probe the
+503 a request would get, with no call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gateway.admin.models import shown_base
+from gateway.config.credentials import not_configured
 from gateway.context import RequestContext
 from gateway.router import key_of
 from gateway.router.outcomes import Outcome, masked
@@ -72,7 +75,8 @@ async def providers_report(state: GatewayState, deps: list[Deployment]) -> dict[
             cooldown["seconds_left"] = round(seconds_left, 1) if seconds_left is not None else None
         entries.append({
             "model_group": dep.model_name, "id": key_of(dep), "provider": dep.provider, "model": dep.model,
-            "api_base": shown_base(dep.api_base), "state": deployment_state(outcome, cooling),
+            "api_base": shown_base(dep.api_base),
+            "state": "unconfigured" if dep.id in state.registry.unconfigured else deployment_state(outcome, cooling),
             "last": outcome_body(outcome, now), "cooldown": cooldown,
         })
     return {
@@ -91,6 +95,9 @@ async def probe(state: GatewayState, dep: Deployment, request_id: str, identity:
                          model_group=dep.model_name, identity=identity, deployment=dep)
     timed = replace(dep, timeout=min(dep.timeout, PROBE_TIMEOUT_S))
     try:
+        problem = state.registry.unconfigured.get(dep.id)
+        if problem is not None:  # no key (general_settings.allow_missing_keys): the 503 a request gets, no call
+            raise not_configured(dep, problem)
         calls.fit(dep, req)
         async with asyncio.timeout(PROBE_TIMEOUT_S):
             ctx.result = await calls.call(state.upstream, req, timed)

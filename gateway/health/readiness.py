@@ -16,6 +16,9 @@ burst of probes costs one query, and an answer is never older than the probe tha
                                         process's memory as limits_on_redis_failure says)
                                    503  with general_settings.ready_while_redis_down: false
     a local/ model failed to load  200  status "degraded" (its group answers 400 naming it)
+    a deployment has no API key    200  status "degraded", checks.deployments "unconfigured" (only with
+                                        general_settings.allow_missing_keys: true, else the start failed);
+                                        a request only it could take answers 503 naming it and the setting
 
 Readiness is open (load balancers probe it without a key). With a master key set, only a caller
 presenting the master key also gets the details (errors, the Redis URL, local model names, the
@@ -117,6 +120,7 @@ class Readiness:
         database, redis = await asyncio.gather(self.database(), self.redis())
         database, redis = {**database, **_outbox(state.spend)}, dict(redis)  # a shared answer stays whole
         local = self.local_check()
+        deployments = self.deployments_check()
         down: list[str] = []
         degraded: list[str] = []
         notes: list[str] = []
@@ -140,6 +144,11 @@ class Readiness:
         if local["state"] == "failed":
             degraded.append("local_models")
             notes.append("A local/ model failed to load: its model group answers 400 naming it.")
+        if deployments["state"] == "unconfigured":
+            degraded.append("deployments")
+            notes.append(f"{len(state.registry.unconfigured)} deployment(s) have no API key (general_settings."
+                         "allow_missing_keys: true): requests go to the other deployments of their group, or "
+                         "answer 503 naming the deployment and the setting.")
         starting = local["state"] == "loading" or not state.upstream.started
         if starting:
             status_text = "starting"
@@ -147,7 +156,8 @@ class Readiness:
             status_text = "unhealthy" if down else "degraded" if degraded else "healthy"
         ready = not starting and not down
         body: dict[str, Any] = {"status": status_text, "ready": ready,
-                                "checks": {"database": database, "redis": redis, "local_models": local},
+                                "checks": {"database": database, "redis": redis, "local_models": local,
+                                           "deployments": deployments},
                                 "down": down, "degraded": degraded}
         if notes:
             body["warnings"] = notes
@@ -167,6 +177,16 @@ class Readiness:
         summary = "loading" if "loading" in states or not state.models_loaded else \
             "failed" if "failed" in states else "loaded"
         return {"state": summary, "models": models}
+
+    def deployments_check(self) -> Check:
+        """The deployments left without their provider key (gateway/config/credentials.py), each named."""
+        registry = self.state.registry
+        if not registry.unconfigured:
+            return {"state": "configured"}
+        missing = [{"deployment": f"{dep.provider}/{dep.model}", "model_group": dep.model_name,
+                    "error": registry.unconfigured[dep.id]}
+                   for dep in registry.deployments if dep.id in registry.unconfigured]
+        return {"state": "unconfigured", "unconfigured": missing}
 
     def details(self, local: Check) -> dict[str, Any]:
         """What only the operator sees: the counts, each part's own status, the config in force."""
@@ -195,6 +215,7 @@ def _strip_details(body: dict[str, Any]) -> None:
     """Without the master key: states only (no error text, no model references)."""
     for check in body["checks"].values():
         check.pop("error", None)
-        models = check.pop("models", None)
-        if models is not None:
-            check["count"] = len(models)
+        for key in ("models", "unconfigured"):  # local model references, unconfigured deployments
+            listed = check.pop(key, None)
+            if listed is not None:
+                check["count"] = len(listed)

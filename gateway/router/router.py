@@ -206,7 +206,7 @@ class Router:
     async def _group(self, req: DecisionRequest, group: str, tally: _Tally, deadline: float | None,
                      capacity_chain: bool, has_fallback: bool = False) -> Routed:
         group_policy = self.settings.policy(group)
-        deployments = self.registry.require_group(group)
+        deployments = self.registry.configured(group)  # not those without their key: a 503 if none is left
         able, refusal = _able(deployments, req)
         if not able:
             assert refusal is not None

@@ -58,7 +58,8 @@ def test_each_dependency_is_named_with_its_state_and_only_the_master_key_sees_th
                 assert public.status_code == 200
                 assert public.json()["checks"] == {"database": {"state": "up", "outbox_depth": 0},
                                                    "redis": {"state": "up"},
-                                                   "local_models": {"state": "failed", "count": 1}}
+                                                   "local_models": {"state": "failed", "count": 1},
+                                                   "deployments": {"state": "configured"}}
                 assert missing not in public.text and "redis://" not in public.text
                 assert "shared_state" not in public.json() and "config" not in public.json()
             assert httpx.get(f"{gateway.url}/health/liveliness", timeout=10).status_code == 200  # no key needed
