@@ -280,6 +280,7 @@ async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
     from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
     from gateway.config.errors import ConfigError
     from gateway.config.loader import load_config
+    from gateway.config.registry import ModelRegistry
     from gateway.db.engine import (
         DatabaseConfigError,
         auto_migrate_from_settings,
@@ -306,7 +307,7 @@ async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
     db = await open_database(url, auto_migrate=auto_migrate)
     shared = state_from_settings(redis_url) if redis_url else None
     try:  # a change bumps auth:version, so running gateways drop their cached keys (gateway/auth/cache.py)
-        yield Admin(db=db, hasher=hasher, changed=KeyCache(shared).changed)
+        yield Admin(db=db, hasher=hasher, changed=KeyCache(shared).changed, registry=ModelRegistry.from_config(config))
     finally:
         await db.close()
         if shared is not None:

@@ -159,7 +159,7 @@ def _admin(request: Request) -> Admin:
         raise DecisionError(status=503, message="The admin API needs a database: set general_settings.database_url.",
                             type="service_unavailable", code="no_db_connection")
     auth = authenticator(request)
-    return Admin(db=db, hasher=auth.hasher, changed=auth.changed)
+    return Admin(db=db, hasher=auth.hasher, changed=auth.changed, registry=getattr(gateway, "registry", None))
 
 
 # Declared for /docs (the "Authorize" button); the key is checked by AdminRoute, not by these.

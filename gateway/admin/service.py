@@ -18,10 +18,12 @@ from gateway.admin import schemas
 from gateway.auth import store
 from gateway.auth.durations import expires_at, next_reset
 from gateway.auth.keys import KEY_PREFIX, KeyHasher, display_prefix, generate_key, is_hash_id
-from gateway.auth.records import KeyRecord, TeamRecord, allowed_models
+from gateway.auth.records import ALL_MODELS, KeyRecord, TeamRecord, allowed_models
+from gateway.config.registry import ModelRegistry
 from gateway.db import queries
 from gateway.db.engine import Database
 from gateway.db.models import new_team_id
+from providers.registry import PROVIDERS
 from translators.errors import DecisionError, RequestInvalid
 
 Saved = TypeVar("Saved", KeyRecord, TeamRecord)
@@ -41,6 +43,7 @@ class Admin:
     db: Database
     hasher: KeyHasher
     changed: Callable[[], Awaitable[None]] = _nothing
+    registry: ModelRegistry | None = None  # the gateway's: the models a key or team names must be among them
 
     def token_of(self, ref: str) -> str | None:
         """The id of a key given as the key itself or as its id; None for anything else."""
@@ -86,8 +89,37 @@ def _key_columns(req: schemas.KeyFields, now: datetime, *, only_set: bool) -> di
     return values
 
 
+def _check_models(admin: Admin, values: dict[str, Any]) -> None:
+    """Each model a request names is one of the gateway's (checked only when it names models)."""
+    if admin.registry is None or "models" not in values:
+        return
+    for index, name in enumerate(values["models"]):
+        problem = unknown_model(admin.registry, name)
+        if problem is not None:
+            raise RequestInvalid(f"models[{index}]: {problem}", ("models", index), code="model_not_found")
+
+
+def unknown_model(registry: ModelRegistry, name: str) -> str | None:
+    """Why ``name`` is no model a key or team may be given, or None: a configured group or
+    ``model_group_alias``, a pass-through's ``provider/model`` of a known provider, or a wildcard for
+    every model (``*``, LiteLLM's ``all-proxy-models`` / ``all-team-models``)."""
+    if name in ALL_MODELS or registry.knows(name):
+        return None
+    shown = name[:200]
+    if "*" in name:
+        return (f"'{shown}' is a wildcard pattern, which this gateway does not match; give * (or all-proxy-models) "
+                "for every model, or name the models")
+    provider, _, model = name.partition("/")
+    if model and provider in PROVIDERS:
+        return None  # the pass-throughs name their upstream's models so (gateway/passthrough/admit.py)
+    listed = ", ".join(registry.listed[:20]) + (", ..." if len(registry.listed) > 20 else "")
+    return (f"'{shown}' is not a model of this gateway; name a configured model ({listed}), a provider/model "
+            "for the pass-throughs, or * for every model")
+
+
 async def _check_key_columns(admin: Admin, values: dict[str, Any], current: KeyRecord | None = None) -> None:
-    """The alias is free, the team exists, and the key's models lie within the team's."""
+    """The models exist, the alias is free, the team exists, and the key's models lie within the team's."""
+    _check_models(admin, values)
     alias = values.get("key_alias")
     if alias is not None and (current is None or alias != current.key_alias):
         holders = await queries.keys_with_alias_like(admin.db, alias)
@@ -180,6 +212,7 @@ async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest) -> list[str]
 async def create_team(admin: Admin, req: schemas.NewTeamRequest) -> TeamRecord:
     now = datetime.now(UTC)
     values = _limit_columns(req, now, only_set=False)
+    _check_models(admin, values)
     values.update(team_id=req.team_id or new_team_id(), team_alias=req.team_alias, spend=0.0)
     if await store.get_team(admin.db, values["team_id"]) is not None:
         raise RequestInvalid("A team with this team_id exists already.", ("team_id",), code="conflict")
@@ -197,6 +230,7 @@ async def find_team(admin: Admin, team_id: str) -> TeamRecord:
 
 async def update_team(admin: Admin, req: schemas.UpdateTeamRequest) -> TeamRecord:
     values = _limit_columns(req, datetime.now(UTC), only_set=True)
+    _check_models(admin, values)
     if "team_alias" in req.model_fields_set:
         values["team_alias"] = req.team_alias
     return await _save_team(admin, req.team_id, values)

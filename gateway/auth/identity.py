@@ -7,8 +7,8 @@
   unknown -> 401; the key or its team blocked, or the key expired -> 403 (``permission_error``).
 
 Allowed models are the key's ``models`` intersected with its team's; an empty list (or one holding
-``*`` / LiteLLM's ``all-proxy-models``) means every model. ``check_model_allowed(identity, group)``
-raises 403 for a model outside them.
+``*`` / LiteLLM's ``all-proxy-models`` / ``all-team-models``) means every model (of the team's).
+``check_model_allowed(identity, group)`` raises 403 for a model outside them.
 
 Without a master key the gateway runs open, as LiteLLM does: ``resolve`` answers
 ``Identity.anonymous`` for any request and the admin API refuses everything.

@@ -14,7 +14,7 @@ from typing import Any
 from gateway.auth.routes import RouteGrants
 from gateway.utc import utc
 
-ALL_MODELS = frozenset({"*", "all-proxy-models"})
+ALL_MODELS = frozenset({"*", "all-proxy-models", "all-team-models"})  # LiteLLM's names for every model (of the team)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from gateway.db.engine import open_database
 def config(tmp_path: Path) -> str:
     path = tmp_path / "config.yaml"
     path.write_text(json.dumps({
-        "model_list": [{"model_name": "smollm2", "litellm_params": {"model": "local/smollm2"}}],
+        "model_list": [{"model_name": name, "litellm_params": {"model": "local/smollm2"}} for name in ("a", "b")],
         "general_settings": {"master_key": "sk-cli-master-key-0123456789", "database_url":
                              f"sqlite:///{tmp_path / 'cli.db'}"},
     }))
