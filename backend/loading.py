@@ -132,13 +132,39 @@ def _read_each_gguf_once() -> None:
     """transformers reads a GGUF's metadata three times (the config, the weights, the tokenizer), each a
     ~9 s walk in Python over SmolLM2's 49k vocabulary strings, and builds gguf's tensor-name map anew for
     each of its ~400 tensors (~8 s in all). In the conversion's own process: one reader per file, one map
-    per architecture and depth (both are only read). The written weights are the same bytes."""
+    per architecture and depth (both are only read), and the reader's ~250k views of the file are plain
+    numpy arrays (``_plain_view_reader``). The written weights are the same bytes."""
     import functools
 
     import gguf
 
-    gguf.GGUFReader = functools.lru_cache(maxsize=None)(gguf.GGUFReader)  # type: ignore[misc,assignment]
+    reader = _plain_view_reader(gguf.GGUFReader)
+    gguf.GGUFReader = functools.lru_cache(maxsize=None)(reader)  # type: ignore[misc,assignment]
     gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
+
+
+def _plain_view_reader(base: Any) -> Any:
+    """``gguf.GGUFReader`` whose views of the file are plain ndarrays over its memmap, not memmaps: numpy's
+    memmap subclass spent ~70% of the reader's ~5 s of CPU in its ``__getitem__`` and ``__array_finalize__``
+    (one of each per metadata string and number). The same bytes, dtypes and shapes (the reader's own
+    ``_get``, on the plain array); its original where a gguf release names that helper otherwise."""
+    import inspect
+
+    import numpy as np
+
+    if list(inspect.signature(base._get).parameters) != ["self", "offset", "dtype", "count", "override_order"]:
+        return base
+
+    class PlainViewReader(base):
+        def _get(self, offset: int, dtype: Any, count: int = 1, override_order: Any = None) -> Any:
+            plain = self.__dict__.get("_plain")
+            if plain is None:
+                plain = self.__dict__["_plain"] = self.data.view(np.ndarray)
+            count = int(count)
+            arr = plain[offset:offset + np.dtype(dtype).itemsize * count].view(dtype=dtype)[:count]
+            return arr.view(arr.dtype.newbyteorder(self.byte_order if override_order is None else override_order))
+
+    return PlainViewReader
 
 
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
@@ -156,8 +182,13 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     config = quantised.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the dequantised weights are plain fp32; this tag blocks saving
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(quantised.state_dict())
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # transformers 4 keeps it in modeling_utils
+        from transformers.modeling_utils import no_init_weights  # type: ignore[attr-defined,no-redef]
+    with no_init_weights():  # its random initial weights (~2.4 s of CPU) would all be overwritten just below
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(quantised.state_dict())  # strict: every parameter and persistent buffer is set
     plain.tie_weights()
     plain.save_pretrained(out)
     tokenizer.save_pretrained(out)
