@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -32,11 +32,13 @@ TYPED = {"api_key": str, "api_base": str, "timeout": float, "input_cost_per_toke
 
 def deployment_of(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, str], router: dict,
                   problems: Problems, unset_key: str | None = None,
-                  unconfigured: dict[str, str] | None = None) -> Deployment | None:
+                  unconfigured: dict[str, str] | None = None, unset: Collection[str] = ()) -> Deployment | None:
     """The entry's deployment, or None when it has a problem (each one added to ``problems``).
     ``unset_key``: the variable of an ``api_key: os.environ/NAME`` that is not set. ``unconfigured``:
-    given when missing keys are allowed; a deployment without its key goes there (id -> problem)."""
+    given when missing keys are allowed; a deployment without its key goes there (id -> problem).
+    ``unset``: the paths whose variable is not set (the loader names them; "missing" would say it twice)."""
     where = f"model_list[{index}]"
+    said = {key for key in ("model_name", "litellm_params.model") if f"{where}.{key}" in unset}
     if not isinstance(entry, dict):
         problems.add(f"{where}: must be a mapping with model_name and litellm_params")
         return None
@@ -44,7 +46,8 @@ def deployment_of(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, 
     problems.items.extend(unknown_keys(entry, config_keys.MODEL_ENTRY, where))
     model_name = entry.get("model_name")
     if not isinstance(model_name, str) or not model_name.strip():
-        problems.add(f"{where}.model_name: missing; every entry needs the name callers use")
+        if "model_name" not in said:
+            problems.add(f"{where}.model_name: missing; every entry needs the name callers use")
     else:
         where = f"model_list[{index}] ({model_name})"
     params = entry.get("litellm_params")
@@ -54,7 +57,9 @@ def deployment_of(entry: Any, raw_entry: Any, index: int, environ: Mapping[str, 
     provider = upstream_model = None
     model = params.get("model")
     if not isinstance(model, str) or not model.strip():
-        problems.add(f"{where}.litellm_params.model: missing; write it as provider/name, e.g. typesafe/jev-latest")
+        if "litellm_params.model" not in said:
+            problems.add(f"{where}.litellm_params.model: missing; write it as provider/name, e.g. "
+                         "typesafe/jev-latest")
     else:
         with problems.collect():
             provider, upstream_model = split_model(model, f"{where}.litellm_params.model")

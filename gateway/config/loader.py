@@ -138,7 +138,7 @@ def _deployments(raw: dict, resolved: dict, environ: Mapping[str, str], router: 
     for i, entry in enumerate(model_list):
         unset_key = unset.pop(f"model_list[{i}].litellm_params.api_key", None)
         dep = deployment_of(entry, raw["model_list"][i], i, environ, router, problems, unset_key,
-                            unconfigured if allow_missing else None)
+                            unconfigured if allow_missing else None, unset)
         if dep is not None:
             deployments.append(dep)
         elif isinstance(entry, dict) and isinstance(entry.get("model_name"), str):

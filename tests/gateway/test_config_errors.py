@@ -107,6 +107,13 @@ def test_allow_missing_keys_keeps_them_unconfigured_and_must_be_a_boolean():
         "without it, the deployment answering 503 until it is set)"]
 
 
+def test_a_variable_that_is_not_set_is_said_once_and_every_one_is_said():
+    raw = {"model_list": [{"model_name": "a", "litellm_params": {"model": "os.environ/DG_TEST_UNSET_MODEL"}}],
+           "general_settings": {"master_key": "os.environ/DG_TEST_UNSET_MASTER"}}
+    assert problems_of(raw) == ["model_list[0].litellm_params.model: environment variable DG_TEST_UNSET_MODEL is not set",
+                                "general_settings.master_key: environment variable DG_TEST_UNSET_MASTER is not set"]
+
+
 def env_without_keys() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in PROVIDER_KEYS}
 
