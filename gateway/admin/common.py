@@ -5,7 +5,8 @@
 1. the admin API is on only with a master key (``general_settings.master_key`` or
    ``DECISIONS_GATEWAY_MASTER_KEY``): 403 ``admin_disabled`` otherwise;
 2. the caller's key (``Authorization: Bearer``, ``x-api-key``, ``api-key``) is resolved: 401 / 403;
-3. the body is read up to ``MAX_BODY_BYTES`` (413 past it) and a JSON body parsed strictly
+3. the body is read up to ``MAX_BODY_BYTES`` (413 past it, before or after its ``Content-Encoding``,
+   zstd, gzip or deflate as on the decision routes, is undone) and a JSON body parsed strictly
    (``gateway/admin/body.py``: a repeated key, ``NaN`` or a lone surrogate is a 400 naming the field).
 
 Then the route's dependency decides: ``master_admin`` (the master key only; 403 ``admin_only``
@@ -41,6 +42,7 @@ from gateway.admin.service import Admin
 from gateway.auth.errors import PermissionDenied
 from gateway.auth.identity import Authenticator
 from gateway.auth.records import Identity
+from gateway.decode.body import BodyError, decompress
 from translators import openai as openai_wire
 from translators.errors import DecisionError, RequestInvalid, format_param
 
@@ -100,9 +102,25 @@ async def read_capped(request: Request, limit: int = MAX_BODY_BYTES) -> None:
         if size > limit:
             raise _too_large(limit)
         chunks.append(chunk)
-    request._body = b"".join(chunks)
+    request._body = _decoded(b"".join(chunks), request.headers.get("content-encoding"), limit)
     if request._body and _is_json(request.headers.get("content-type")):
         request._json = parse_admin_json(request._body)  # what FastAPI's request.json() then returns
+
+
+def _decoded(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """The body with its ``Content-Encoding`` (zstd, gzip, deflate, as on the decision routes) undone,
+    at most ``limit`` bytes once decoded: 415 for an encoding the gateway does not read, 400 for data
+    that is not what the header says, 413 past the limit."""
+    if not raw or not (content_encoding or "").strip():
+        return raw
+    try:
+        return decompress(raw, content_encoding, limit)
+    except BodyError as exc:
+        if exc.kind == "size":
+            raise RequestInvalid(f"The request body is larger than {limit // 1024} KiB once decoded.", None,
+                                 status=413, code="request_too_large") from None
+        raise RequestInvalid(exc.message, None, status=exc.status,
+                             code="unsupported_encoding" if exc.status == 415 else "invalid_encoding") from None
 
 
 def _is_json(content_type: str | None) -> bool:
