@@ -215,15 +215,21 @@ def run(codes: list[tuple[str, Path]], *, first_run: bool = False, waves: int = 
         for case in cases:
             measure(case, waves, cores, settle, timeout)
             print(progress_line(case), flush=True)
+    compare(cases)
+    env = machine_env(waves=waves, requests=waves * len(WAVE), questions=[len(b["questions"]) for b in WAVE],
+                      pinned=f"gateway on core {min(cores)}, client on core {min(client_cores)}"
+                      if cores and client_cores else "not pinned")
+    return Results(cases, env)
+
+
+def compare(cases: list[Case]) -> None:
+    """Set each answered case's ``diff``: the largest difference of any probability or score from the answers
+    of the first case that answered (failed cases have none)."""
     reference = next((c for c in cases if not c.error), None)
     for case in cases:
         if reference is not None and not case.error:
             ours, theirs = numbers(case.answers), numbers(reference.answers)
             case.diff = max((abs(a - b) for a, b in zip(ours, theirs, strict=True)), default=0.0)
-    env = machine_env(waves=waves, requests=waves * len(WAVE), questions=[len(b["questions"]) for b in WAVE],
-                      pinned=f"gateway on core {min(cores)}, client on core {min(client_cores)}"
-                      if cores and client_cores else "not pinned")
-    return Results(cases, env)
 
 
 def progress_line(case: Case) -> str:
