@@ -10,7 +10,8 @@ position; (b) the naive way: each question one full forward with logits at every
 the achieved GFLOP/s of ours (useful FLOPs, padding not counted) against a matmul peak measured on
 the same device in the same run (before and after the grid, the better of the two), prints a table,
 and rewrites the "Bundled backend" section of docs/benchmarks.md (``--no-write`` to skip). Medians
-of ``--repeats`` runs after one warm-up.
+of ``--repeats`` runs after one warm-up. ``--peak-size N`` measures the peak on N x N matrices instead (a
+quick check of the bench itself: a small peak is no peak).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import torch  # noqa: E402
 
 from backend.decide import Decider  # noqa: E402
 from backend.engine import ScoringEngine  # noqa: E402
-from backend.loading import load_model  # noqa: E402
+from backend.loading import LoadedModel, load_model  # noqa: E402
 from backend.prompts import QuestionSpec  # noqa: E402
 from backend.scoring import Scorer, common_prefix_length  # noqa: E402
 
@@ -116,10 +117,12 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def matmul_peak(device: str, dtype) -> float:
-    """GFLOP/s of a large square matmul in the served dtype (best of a few)."""
+def matmul_peak(device: str, dtype, size: int | None = None) -> float:
+    """GFLOP/s of a large square matmul in the served dtype (best of a few); ``size`` the side of the
+    matrices (default 8192 on a GPU, 2048 on the CPU)."""
     gpu = device.startswith("cuda")
     n, inner = (8192, 10) if gpu else (2048, 1)
+    n = size or n
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     best = float("inf")
@@ -146,12 +149,14 @@ def timed(fn, device: str, repeats: int, warm_up: bool = True) -> float:
     return statistics.median(times) * 1000.0
 
 
-def run(args) -> tuple[list[dict], dict]:
-    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+def run(args, loaded: LoadedModel | None = None) -> tuple[list[dict], dict]:
+    """The grid of ``args``; ``loaded``: a model this process already holds, used instead of loading
+    ``args.model`` again (its device and dtype are the run's)."""
+    loaded = loaded or load_model(args.model, device=args.device, dtype=args.dtype)
     scorer = Scorer(loaded.model, loaded.device)
     decider = Decider(loaded, ScoringEngine(scorer))
     model = loaded.model
-    peak_before = matmul_peak(loaded.device, loaded.dtype)  # measured again at the end; the better counts
+    peak_before = matmul_peak(loaded.device, loaded.dtype, args.peak_size)  # again at the end; the better counts
     rows = []
     for input_tokens in args.inputs:
         text = synthetic_input(loaded.tokenizer, input_tokens)
@@ -181,13 +186,13 @@ def run(args) -> tuple[list[dict], dict]:
             print(progress_line(rows[-1]), flush=True)
     # A busy moment at the start understates the peak, so the share of it is known only now: progress lines
     # carry none, and the one table (printed and written) uses this single figure.
-    peak_after = matmul_peak(loaded.device, loaded.dtype)
+    peak_after = matmul_peak(loaded.device, loaded.dtype, args.peak_size)
     peak = max(peak_before, peak_after)
     env = {"device": loaded.device, "dtype": str(loaded.dtype).removeprefix("torch."), "model": loaded.name,
            "torch": torch.__version__, "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
            "machine": device_name(loaded.device), "peak_gflops": peak, "peak_before_gflops": peak_before,
            "peak_after_gflops": peak_after, "repeats": args.repeats,
-           "naive_repeats": args.naive_repeats}
+           "naive_repeats": args.naive_repeats, "peak_size": args.peak_size}
     return rows, env
 
 
@@ -235,7 +240,8 @@ def subsection(rows: list[dict], env: dict) -> str:
         f"### {device_kind(env)}", "",
         f"`python -m bench.backend --device {env['device']}` — {env['model']} on {env['machine']}, {env['dtype']}, "
         f"torch {env['torch']}, {env['threads']} threads, {time.strftime('%Y-%m-%d')}. Medians of {env['repeats']} "
-        f"runs after a warm-up (naive: {env['naive_repeats']}, no separate warm-up). Matmul peak measured in the "
+        f"runs after a warm-up (naive: {env['naive_repeats']}, no separate warm-up). Matmul peak"
+        + (f" ({env['peak_size']}² matrices)" if env.get("peak_size") else "") + " measured in the "
         f"same run, before and after the grid ({env['peak_before_gflops']:.0f} and {env['peak_after_gflops']:.0f}), "
         f"the better of the two: **{env['peak_gflops']:.0f} GFLOP/s**; every share of the peak below is of that "
         "one figure.", "",
@@ -279,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--naive-repeats", type=int, default=1)
+    parser.add_argument("--peak-size", type=int, default=None,
+                        help="side of the matmul peak's square matrices (default 8192 on a GPU, 2048 on the CPU)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args(argv)
     rows, env = run(args)

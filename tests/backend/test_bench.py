@@ -1,5 +1,6 @@
 """bench/backend.py on a tiny grid: it runs both ways on the real model, prints one table whose shares of the
-peak are the ones it writes, and rewrites only its own section."""
+peak are the ones it writes, and rewrites only its own section. The model is the session's (``service``, the
+one the backend tests share) rather than a second load of it, and the peak is taken on small matrices."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ from bench import backend as bench
 
 
 def test_the_benchmark_measures_both_ways_prints_one_table_and_rewrites_only_its_own_subsection(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch, capsys, service):
+    # The session's model when it is CPU fp32 (the environment may ask the backend tests for another device).
+    shared = (service.loaded.device, str(service.loaded.dtype)) == ("cpu", "torch.float32")
+    loaded = service.loaded if shared else None
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\n## Upstream client\n\nkept\n\n## Bundled backend\n\nintro\n\n"
                    "### cuda, bfloat16\n\ngpu rows\n\n### cpu, float32\n\nold cpu rows\n\n## Later\n\nkept too\n")
     monkeypatch.setattr(bench, "DOC", doc)
     measured = []
     real_run = bench.run
-    monkeypatch.setattr(bench, "run", lambda args: measured.append(real_run(args)) or measured[-1])  # the real run
+    monkeypatch.setattr(bench, "run", lambda args: measured.append(real_run(args, loaded)) or measured[-1])  # the real run
     assert bench.main(["--device", "cpu", "--dtype", "float32", "--inputs", "20", "--questions", "1", "3",
-                       "--repeats", "1"]) == 0
+                       "--repeats", "1", "--peak-size", "256"]) == 0
 
     rows, env = measured[0]
     assert [(r["input_tokens"], r["questions"]) for r in rows] == [(20, 1), (20, 3)]
@@ -44,6 +48,6 @@ def test_the_benchmark_measures_both_ways_prints_one_table_and_rewrites_only_its
     shares = re.findall(r"\| (\d+) \((\d+) %\) \|", printed)
     assert len(shares) == 2 and shares == re.findall(r"\| (\d+) \((\d+) %\) \|", text)
     peak = re.search(r"\*\*(\d+) GFLOP/s\*\*", text)
-    assert peak and int(peak.group(1)) == round(env["peak_gflops"])
+    assert peak and int(peak.group(1)) == round(env["peak_gflops"]) and "(256² matrices)" in text
     for (gflops, share), r in zip(shares, rows, strict=True):
         assert int(gflops) == round(r["ours_gflops"]) and int(share) == round(100 * r["ours_gflops"] / env["peak_gflops"])
