@@ -144,7 +144,11 @@ class Router:
             if n and allowed is not None and name not in allowed:
                 skipped.append(name)
                 continue
-            able, why = _able(self.registry.require_group(name) if n == 0 else self.registry.group(name), req)
+            try:
+                deployments = self.registry.configured(name) if n == 0 else self.registry.group(name)
+            except UpstreamError as err:  # no deployment has its key: the 503 the decision route answers
+                return err
+            able, why = _able(deployments, req)
             if able:
                 return None
             first = first or why

@@ -190,6 +190,8 @@ def test_allow_missing_keys_starts_reports_unconfigured_and_answers_503_naming_t
         assert oai.status_code == 503, oai.text
         assert oai.json()["error"]["code"] == "deployment_not_configured"
         assert "model group 'jev'" in oai.json()["error"]["message"]
+        checked = httpx.post(f"{gateway.url}/v1/systemone/validate", json=body("jev"), headers=auth(), timeout=30)
+        assert checked.status_code == 503 and checked.json()["detail"]["error_type"] == "deployment_not_configured"
         assert upstream.requests == []  # nothing was sent without a key
 
         for _ in range(5):  # the group's configured deployment answers every request, however weighted
