@@ -3,7 +3,6 @@ per-group switch, on both wires."""
 
 from __future__ import annotations
 
-import openai
 import pytest
 
 from tests.cache.conftest import (
@@ -68,6 +67,8 @@ def test_only_if_cached_on_system_one_is_a_504_naming_the_missing_questions(gate
 
 
 def test_only_if_cached_on_openai_is_a_504_in_openais_envelope(gateway, fake_typesafe):
+    import openai
+
     state = fresh_state("replay-oa")
     decisions(gateway, state, [OA_REFUND])
     client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1")  # retries on, as by default

@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
 
 from gateway.db.cli import migrate_main
 from gateway.db.engine import Database, current_revision, head_revision, migrate, open_database
@@ -35,6 +33,9 @@ async def tables(db: Database) -> set[str]:
 
 
 async def model_differences(db: Database) -> list[object]:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
     def compare(conn: sa.Connection) -> list[object]:
         return list(compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata))
 

@@ -15,11 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-
 from tests.fakes.harness import FakeServer, Recorded, Scripted
 
 KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -48,6 +43,9 @@ def any_value(value: Any) -> Any:
 
 
 def decode(body: bytes) -> list[Span]:
+    # opentelemetry-proto (and protobuf) are imported here, not when the test modules are collected
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     request = ExportTraceServiceRequest()
     request.ParseFromString(body)
     spans = []
@@ -70,6 +68,8 @@ class FakeCollector(FakeServer):
         self._arrived = threading.Condition()
 
     def handle(self, rec: Recorded) -> Scripted:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
         if rec.method != "POST" or rec.path != "/v1/traces":
             return Scripted(404)
         body = gzip.decompress(rec.body) if rec.header("content-encoding") == "gzip" else rec.body

@@ -12,7 +12,6 @@ import json
 import math
 
 import httpx
-import openai
 import pytest
 from bespokelabs.nimble import Nimble
 from typesafe_sdk import AsyncTypeSafeClient, Image, TypeSafeClient
@@ -99,6 +98,8 @@ def test_typesafe_client_to_an_openai_model_translates_both_ways(gateway, fake_o
 
 
 def test_openai_client_to_a_typesafe_model_translates_both_ways(gateway, fake_typesafe):
+    import openai
+
     client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
     decision = client.decisions.create(model="jev", input=STATE, questions=OPENAI_QUESTIONS)
     sent = fake_typesafe.last
@@ -137,6 +138,8 @@ def test_openai_client_to_a_typesafe_model_translates_both_ways(gateway, fake_ty
 
 
 def test_openai_client_errors_parse_with_param(gateway):
+    import openai
+
     client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
     with pytest.raises(openai.BadRequestError) as err:
         client.decisions.create(model="jev", input=STATE, questions=[
@@ -235,6 +238,8 @@ def test_a_refusal_reaches_the_typesafe_client_as_a_refusals_entry(gateway, fake
 
 
 def test_a_system_one_refusal_reaches_the_openai_client_as_a_refusal_answer(gateway, fake_typesafe):
+    import openai
+
     client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
     decision = client.decisions.create(model="jev", input=STATE, questions=[
         {"type": "predicate", "name": "dup", "instructions": "The customer reports a duplicate charge."},

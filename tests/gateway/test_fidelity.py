@@ -8,7 +8,6 @@ gets back carries its own question's name.
 from __future__ import annotations
 
 import httpx
-import openai
 import pytest
 
 from tests.gateway.conftest import CLIENT_KEY, gateway_config
@@ -52,6 +51,8 @@ def test_repeated_names_reach_an_openai_upstream_as_written(gateway, fake_openai
 
 
 def test_the_openai_client_gets_each_answer_under_its_own_name(gateway, fake_openai):
+    import openai
+
     client = openai.OpenAI(api_key=CLIENT_KEY, base_url=f"{gateway.url}/v1", max_retries=0)
     decision = client.decisions.create(model="luna", input=STATE, questions=PARTLY_NAMED)
     sent = fake_openai.last

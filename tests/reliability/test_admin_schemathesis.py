@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.reliability.wire_checks import ADMIN, problem
@@ -29,6 +27,8 @@ def admin_gateway(gateway_factory, tmp_path_factory):
 
 
 def admin_operations(url: str) -> list:
+    import schemathesis
+
     schema = schemathesis.openapi.from_url(url + "/openapi.json").include(path_regex=ADMIN_PATHS)
     return [result.ok() for result in schema.get_all_operations()]
 
@@ -42,6 +42,8 @@ def test_the_schema_documents_the_admin_api(admin_gateway):
 def test_admin_operations_never_fail_and_answer_as_documented(admin_gateway):
     """Each operation's cases come from schemathesis's strategy (``APIOperation.as_strategy``), run by
     Hypothesis here: its pytest plugin's lazy schema loading does not work under pytest 9."""
+    from schemathesis.checks import not_a_server_error, response_schema_conformance
+
     operations = admin_operations(admin_gateway.url)
     assert len(operations) >= 15
     for operation in operations:

@@ -19,9 +19,10 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+if TYPE_CHECKING:
+    import aiohttp
 
 SYSTEMONE, OPENAI, ADMIN = "systemone", "openai", "admin"
 STATUSES = set(range(200, 300)) | set(range(400, 500)) | {501, 502, 503, 504}
@@ -95,6 +96,8 @@ Request = tuple[str, str, Any, Mapping[str, str]]  # method, path, JSON body (or
 
 
 async def one(session: aiohttp.ClientSession, base: str, request: Request, timeout_s: float) -> Answer:
+    import aiohttp  # here, not at collection: reliability/conftest.py imports this module in every worker
+
     method, path, body, headers = request
     started = time.monotonic()
     try:
@@ -112,6 +115,8 @@ async def drive(base: str, requests: Iterable[Request], *, concurrency: int = 16
                 on_answer: Callable[[Answer], None] | None = None) -> list[Answer]:
     """Send every request with ``concurrency`` in flight over kept-alive connections; every answer, in
     the order they came back."""
+    import aiohttp
+
     answers: list[Answer] = []
     source = iter(requests)
 

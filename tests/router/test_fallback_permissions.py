@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 
 import httpx
-import openai
 import pytest
 
 from tests.admin_calls import admin_ok
@@ -90,6 +89,8 @@ def test_a_failing_group_never_falls_back_to_a_model_the_key_may_not_use(gateway
 
 
 def test_a_capacity_fallback_the_key_may_not_use_is_a_403_in_each_wire(gateway, fakes):
+    import openai
+
     small_only = key(gateway, ["small"])
     refused = ask(gateway, small_only, "small", LONG)  # past small's context window
     assert refused.status_code == 403, refused.text

@@ -8,7 +8,6 @@ through the admin API; the System One wire with httpx, the OpenAI wire with the 
 from __future__ import annotations
 
 import httpx
-import openai
 import pytest
 
 from gateway.config.errors import ConfigError
@@ -91,6 +90,8 @@ def test_an_alias_answers_as_its_group_on_system_one(gateway, fakes, alias):
 
 
 def test_an_alias_answers_as_its_group_on_the_openai_wire(gateway, fakes):
+    import openai
+
     client = openai.OpenAI(api_key=MASTER, base_url=f"{gateway.url}/v1", max_retries=0)
     raw = client.decisions.with_raw_response.create(model="gpt-4", input="Charged twice.", questions=OPENAI_ONE)
     assert raw.headers["x-decisions-model-group"] == "luna"

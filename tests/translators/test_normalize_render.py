@@ -6,7 +6,6 @@ import math
 
 import httpx2
 import pytest
-from openai.types import Decision
 from typesafe_sdk._core.response_types import SystemOneResponse as SdkResponse
 
 from tests.translators.helpers import assert_nimble_accepts, openai_body, systemone_body
@@ -128,6 +127,8 @@ def test_system_one_rendering_without_refusals_has_no_refusals_key():
 
 
 def test_openai_rendering():
+    from openai.types import Decision
+
     req = openai.parse_request(openai_body(questions=openai_body()["questions"] + [
         {"type": "predicate", "instructions": "unnamed"}]), None)
     ids = [q.id for q in req.questions]

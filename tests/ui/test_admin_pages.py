@@ -9,7 +9,6 @@ import time
 
 import httpx
 import pytest
-from playwright.sync_api import expect
 
 from tests.ui.conftest import MASTER, MODEL_ANSWER_TIMEOUT_MS, PRICE_PER_TOKEN
 
@@ -43,6 +42,8 @@ def row(ui, alias: str):
 
 
 def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
+    from playwright.sync_api import expect
+
     ui.sign_in()
     key = create_key(ui, "ui-once", rpm="100", budget="2.5")
     assert key.startswith("sk-")
@@ -105,6 +106,8 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
 
 
 def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
+    from playwright.sync_api import expect
+
     ui.sign_in()
     key = create_key(ui, "ui-virtual", budget="1")
     ui.sign_out()
@@ -142,6 +145,8 @@ def test_a_virtual_key_sees_only_the_playground_and_its_own_usage(ui):
 
 
 def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
+    from playwright.sync_api import expect
+
     made = api(ui, "POST", "/key/generate", json={"key_alias": "ui-spend"}).json()["key"]
     ids = []
     for n in range(3):
@@ -186,6 +191,8 @@ def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
 
 
 def test_teams_are_made_edited_blocked_and_deleted(ui):
+    from playwright.sync_api import expect
+
     ui.sign_in()
     ui.open("teams")
     page = ui.page
@@ -215,6 +222,8 @@ def test_teams_are_made_edited_blocked_and_deleted(ui):
 
 
 def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui, ui_gateway):
+    from playwright.sync_api import expect
+
     ui_gateway.fake.fail_next(429, "slow down")  # a 429 cools the deployment at once
     cooled = api(ui, "POST", "/v1/systemone", json={**CALL, "model": "jev-fake", "state": "Cool me down."})
     assert cooled.status_code == 429
@@ -236,6 +245,8 @@ def test_the_models_page_lists_deployments_with_health_limits_and_prices(ui, ui_
 
 
 def test_a_key_deleted_while_signed_in_signs_the_tab_out_with_the_servers_sentence(ui):
+    from playwright.sync_api import expect
+
     made = api(ui, "POST", "/key/generate", json={"key_alias": "ui-deleted"}).json()
     ui.sign_in(made["key"])
     assert api(ui, "POST", "/key/delete", json={"keys": [made["token"]]}).status_code == 200

@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-from playwright.sync_api import expect
 
 from tests.shared_state.conftest import SETTLE_TIMEOUT_S
 from tests.ui.conftest import MASTER, MODEL_ANSWER_TIMEOUT_MS
@@ -113,6 +112,8 @@ def test_a_request_on_each_tab_shows_the_servers_numbers(ui, wire, path):
 
 
 def test_a_validation_error_is_shown_at_its_field_on_each_wire(ui):
+    from playwright.sync_api import expect
+
     ui.sign_in()
     page = ui.page
     page.locator("#tab-systemone").click()
@@ -154,6 +155,8 @@ def test_a_validation_error_is_shown_at_its_field_on_each_wire(ui):
 
 
 def test_the_form_and_the_json_editor_stay_in_step(ui):
+    from playwright.sync_api import expect
+
     ui.sign_in()
     page = ui.page
     page.locator("#tab-decisions").click()
@@ -272,6 +275,8 @@ def png_bytes() -> bytes:
 
 @pytest.mark.parametrize("wire,where", [("decisions", "input"), ("systemone", "assets")])
 def test_an_image_goes_into_the_request_and_the_server_says_what_the_model_takes(ui, tmp_path, wire, where):
+    from playwright.sync_api import expect
+
     image = tmp_path / "photo.png"
     image.write_bytes(png_bytes())
     ui.sign_in()
