@@ -24,11 +24,13 @@ def test_readiness_waits_for_the_local_model_to_load(local_gateway):
     import time
 
     deadline = time.monotonic() + 300
-    while (ready := httpx.get(f"{local_gateway.url}/health/readiness", timeout=10)).status_code == 503:
-        assert ready.json()["local_models"] == "loading" and time.monotonic() < deadline
-        time.sleep(0.2)
-    assert ready.status_code == 200 and ready.json()["local_models"] == "loaded"
-    assert httpx.get(f"{local_gateway.url}/health/liveliness").status_code == 200
+    # One client for the polls: httpx.get builds a client (and its TLS context) each call, ~60 ms of CPU
+    with httpx.Client(base_url=local_gateway.url, timeout=10) as client:
+        while (ready := client.get("/health/readiness")).status_code == 503:
+            assert ready.json()["local_models"] == "loading" and time.monotonic() < deadline
+            time.sleep(0.2)
+        assert ready.status_code == 200 and ready.json()["local_models"] == "loaded"
+        assert client.get("/health/liveliness").status_code == 200
 
 
 def test_both_routes_answer_from_the_bundled_model(local_gateway):
@@ -54,9 +56,10 @@ def test_a_local_model_that_cannot_load_is_named_by_readiness_and_by_the_answer(
     missing = str(tmp_path / "no-such-model")
     gateway = gateway_factory({"model_list": [{"model_name": "broken", "litellm_params": {"model": f"local/{missing}"}}]})
     deadline = time.monotonic() + 60
-    while (ready := httpx.get(f"{gateway.url}/health/readiness", timeout=10)).status_code == 503:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    with httpx.Client(base_url=gateway.url, timeout=10) as client:
+        while (ready := client.get("/health/readiness")).status_code == 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     assert missing in ready.json()["local_model_errors"]
     resp = httpx.post(f"{gateway.url}/v1/systemone", timeout=60, json={
         "model": "broken", "state": "x", "questions": {"q": {"type": "noul", "instructions": "Yes?"}}})

@@ -7,6 +7,7 @@ bundled model in a process where every test-only package is unimportable.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata as metadata
 import json
 import os
@@ -69,8 +70,13 @@ def _imported_top_levels() -> set[str]:
     return names - set(sys.stdlib_module_names) - FIRST_PARTY
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()  # reads every installed distribution's file list: ~0.3 s a call
+
+
 def _distributions_of(module: str) -> set[str]:
-    return {_canonical(d) for d in metadata.packages_distributions().get(module, [])}
+    return {_canonical(d) for d in _packages_distributions().get(module, [])}
 
 
 def test_the_served_code_imports_only_what_the_run_install_brings():
@@ -98,25 +104,37 @@ def _site_packages_without_test_tools(farm: Path) -> Path:
     two distributions share (a namespace package) is linked entry by entry. Bytecode Python wrote
     after the install (uv installs without compiling) belongs to the module beside it."""
     test_only = _closure({"backend", "test"}) - _closure({"backend"})
-    site = Path(metadata.distribution("pytest").locate_file("")).resolve()
-    excluded: set[Path] = set()
+    # Paths as strings, each distribution's folder resolved once (Path.resolve of each of ~10k files took ~5 s)
+    site = os.path.realpath(metadata.distribution("pytest").locate_file(""))
+    excluded: set[str] = set()
     for dist in metadata.distributions():
         if _canonical(dist.metadata["Name"]) in test_only:
-            excluded |= {Path(dist.locate_file(f)).resolve() for f in dist.files or []}
-    holds_excluded = {parent for path in excluded for parent in path.parents}
+            base = os.path.realpath(dist.locate_file(""))
+            excluded |= {os.path.normpath(os.path.join(base, f)) for f in dist.files or []}
+    holds_excluded: set[str] = set()
+    for path in excluded:
+        while (parent := os.path.dirname(path)) != path and parent not in holds_excluded:
+            holds_excluded.add(parent)
+            path = parent
 
-    def is_excluded(path: Path) -> bool:
-        return path in excluded or (path.parent.name == "__pycache__" and path.parent.parent in holds_excluded)
+    def is_excluded(path: str) -> bool:
+        parent = os.path.dirname(path)
+        return path in excluded or (os.path.basename(parent) == "__pycache__"
+                                    and os.path.dirname(parent) in holds_excluded)
 
-    def link(source: Path, target: Path) -> None:
-        for entry in source.iterdir():
-            if is_excluded(entry) or (entry.name == "__pycache__" and source in holds_excluded):
+    def holds_kept_file(folder: str) -> bool:
+        return any(not is_excluded(p) for root, _, files in os.walk(folder)
+                   for p in (os.path.join(root, name) for name in files) if os.path.isfile(p))
+
+    def link(source: str, target: Path) -> None:
+        for entry in sorted(os.scandir(source), key=lambda e: e.name):
+            if is_excluded(entry.path) or (entry.name == "__pycache__" and source in holds_excluded):
                 continue
-            if entry not in holds_excluded:
-                (target / entry.name).symlink_to(entry)
-            elif any(not is_excluded(p) for p in entry.rglob("*") if p.is_file()):
+            if entry.path not in holds_excluded:
+                (target / entry.name).symlink_to(entry.path)
+            elif holds_kept_file(entry.path):
                 (target / entry.name).mkdir()
-                link(entry, target / entry.name)
+                link(entry.path, target / entry.name)
 
     farm.mkdir()
     link(site, farm)
@@ -146,22 +164,24 @@ def test_the_bundled_model_is_served_without_any_test_tool(tmp_path: Path):
                                  "--config", str(REPO / "config.example.yaml"), "--host", "127.0.0.1",
                                  "--port", str(port)], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    # One client for the polls: httpx.get builds a client (and its TLS context) each call, ~60 ms of CPU
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"the gateway exited ({proc.returncode}):\n{log_path.read_text()}"
-            try:
-                if httpx.get(f"{url}/health/readiness", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"not ready in {READY_TIMEOUT_S} s:\n{log_path.read_text()}"
-            time.sleep(0.1)
-        body = {"model": "smollm2", "state": "I was charged twice, please refund one payment.",
-                "questions": {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}}
-        answer = httpx.post(f"{url}/v1/systemone", json=body, timeout=120)
-        assert answer.status_code == 200, answer.text
-        assert json.loads(answer.text)["answers"]["refund"], answer.text
+        with httpx.Client(timeout=2) as client:
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while True:
+                assert proc.poll() is None, f"the gateway exited ({proc.returncode}):\n{log_path.read_text()}"
+                try:
+                    if client.get(f"{url}/health/readiness").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, f"not ready in {READY_TIMEOUT_S} s:\n{log_path.read_text()}"
+                time.sleep(0.1)
+            body = {"model": "smollm2", "state": "I was charged twice, please refund one payment.",
+                    "questions": {"refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}}
+            answer = client.post(f"{url}/v1/systemone", json=body, timeout=120)
+            assert answer.status_code == 200, answer.text
+            assert json.loads(answer.text)["answers"]["refund"], answer.text
     finally:
         proc.terminate()
         proc.wait(timeout=30)
