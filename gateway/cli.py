@@ -2,7 +2,8 @@
 
     decisions-gateway --config config.yaml [--host 0.0.0.0] [--port 4000] [--workers N] [--graceful-timeout S]
 
-SIGTERM stops it gracefully; SIGHUP reloads the config file (gateway/reload.py, gateway/edge/workers.py).
+SIGTERM and SIGINT (Ctrl-C: status 130, no traceback) stop it gracefully; SIGHUP reloads the config
+file (gateway/reload.py, gateway/edge/workers.py).
 
 Without ``--config`` the embedded default is served: model ``smollm2`` on the bundled backend.
 """
@@ -55,7 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Ctrl-C (SIGINT) at any point, starting, serving or in a subcommand, ends the command with status
+    130 and no traceback: a server stops gracefully first (uvicorn's shutdown, then the outbox drain)
+    and re-raises the signal as ``KeyboardInterrupt``, which is not an error to show, and with
+    ``--log-format json`` every line on stdout stays a JSON object."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "backend":
         return run_backend(argv[1:])

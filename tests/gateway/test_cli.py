@@ -36,7 +36,8 @@ class Running:
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)  # ends when the process's output does
+        self.pump.start()
 
     def _pump(self) -> None:
         for line in self.proc.stdout:
@@ -164,3 +165,36 @@ def test_the_backend_subcommand_delegates_to_the_backend_cli():
     result = cli("backend", "--help")
     assert result.returncode == 0
     assert "decisions-gateway backend" in result.stdout and "--model" in result.stdout
+
+
+def _interrupted(running: Running) -> list[str]:
+    """SIGINT (a terminal's Ctrl-C, to the whole group); every line the process printed, stderr included."""
+    os.killpg(running.proc.pid, signal.SIGINT)
+    try:
+        status = running.proc.wait(timeout=START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        running.stop()
+        raise AssertionError(f"still running {START_TIMEOUT_S:g} s after Ctrl-C; output: {running.seen}") from None
+    running.pump.join(timeout=START_TIMEOUT_S)
+    lines = running.seen + [running.lines.get() for _ in range(running.lines.qsize())]
+    assert status == 130, f"exit status {status}; output: {lines}"
+    return lines
+
+
+@pytest.mark.parametrize("when", ["listening", "starting"])
+def test_ctrl_c_ends_it_with_130_and_json_lines_only(tmp_path, when):
+    """Ctrl-C once it listens (uvicorn's graceful shutdown, then its re-raised KeyboardInterrupt) and while
+    it starts (the signal lands in imports, config or the app's startup): no traceback, only JSON lines."""
+    import json
+
+    running = Running("--config", str(write_config(tmp_path)), "--host", "127.0.0.1", "--port", "0",
+                      "--log-format", "json",
+                      env={**os.environ, "CLI_TEST_TS_KEY": "k", "DECISIONS_GATEWAY_DATA_DIR": str(tmp_path / "data")})
+    try:
+        running.wait_for("listening on" if when == "listening" else "loaded 2 models")
+        lines = _interrupted(running)
+    finally:
+        running.stop()
+    assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in lines), lines
+    for line in lines:
+        assert isinstance(json.loads(line), dict), line
