@@ -110,7 +110,10 @@ def test_a_team_grant_and_the_team_models_bound_the_key(gateway, upstream):
     team = admin(gateway, "/team/new", {"team_alias": "pt-team", "models": ["preview"], **GRANT})["team_id"]
     member = key(gateway, team_id=team)
     assert relay(gateway, member).status_code == 200  # the team's grant; preview serves jev-preview
-    assert relay(gateway, member, "jev-latest").status_code == 403
+    outside = relay(gateway, member, "jev-latest")
+    assert outside.status_code == 403  # the team's models leave it out, and the refusal says so
+    assert outside.json()["detail"]["message"].startswith("This key's team 'pt-team' may not use model "
+                                                          "'typesafe/jev-latest'; the team's models: preview.")
     laya_only = key(gateway, team_id=team, allowed_passthrough_routes=["/laya/v1/systemone"])
     assert relay(gateway, laya_only).status_code == 403  # the key's own list replaces the team's
 
