@@ -9,14 +9,17 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 import uvicorn
 
-from backend import inprocess
-from backend.server import create_app
-from backend.service import DecisionService
+if TYPE_CHECKING:
+    from backend.service import DecisionService
+
+# backend's model modules (torch, transformers: ~4 s of CPU) are imported by the fixtures that load the
+# model, not when a worker collects the suite: a worker that runs no backend test never imports them.
 
 # The invariants are checked at 1e-5, which holds in fp32 (bf16 is not batch-invariant): CPU fp32 unless the
 # environment asks for something else (e.g. DECISIONS_GATEWAY_DEVICE=cuda DECISIONS_GATEWAY_DTYPE=float32).
@@ -28,6 +31,8 @@ TICKET = "I was charged twice for my subscription this month, please refund one 
 
 @pytest.fixture(scope="session")
 def service() -> DecisionService:
+    from backend import inprocess
+
     return inprocess.get_service("default")
 
 
@@ -43,6 +48,8 @@ def tokenizer(service):
 
 @pytest.fixture(scope="session")
 def backend_url(service):
+    from backend.server import create_app
+
     server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=0, log_level="warning",
                                            access_log=False))
     thread = threading.Thread(target=server.run, name="backend-under-test", daemon=True)
@@ -60,6 +67,8 @@ def backend_url(service):
 @pytest.fixture
 async def client(service):
     """The backend app over httpx's ASGI transport (no socket)."""
+    from backend.server import create_app
+
     transport = httpx.ASGITransport(app=create_app(service))
     async with httpx.AsyncClient(transport=transport, base_url="http://backend", timeout=120) as c:
         yield c

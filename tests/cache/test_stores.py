@@ -17,6 +17,7 @@ import pytest
 
 from bench.processes import stop
 from gateway.shared_state import MemoryState, RedisState
+from tests import polls
 from tests.cache.conftest import (
     CLIENT_KEY,
     OA_REFUND,
@@ -91,7 +92,7 @@ def start_process(config: Path, data: Path) -> tuple[subprocess.Popen, str]:
         if proc.poll() is not None:
             raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
         try:
-            if httpx.get(f"{url}/health/liveliness", timeout=1).status_code == 200:
+            if polls.get(f"{url}/health/liveliness", timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             pass

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from gateway import __version__
+from tests import polls
 from tests.shared_state.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +152,7 @@ def test_several_workers_serve_through_the_app_factory(tmp_path):
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
-                resp = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5)
+                resp = polls.get(f"http://127.0.0.1:{port}/v1/models", timeout=5)
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline, f"workers never answered: {running.seen}"

@@ -20,6 +20,8 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests import polls
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60.0
 S1 = {"state": "I was charged twice.", "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}
@@ -101,7 +103,7 @@ class GatewayProcess:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"the gateway exited: {self.lines}"
             try:
-                if httpx.get(self.url + "/health/liveliness", timeout=2).status_code == 200:
+                if polls.get(self.url + "/health/liveliness", timeout=2).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from gateway.observability import logs
+from tests import polls
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.observability.helpers import ROOT, S1, GatewayProcess, bearer, decide, free_port, typesafe_entry
 
@@ -129,7 +130,7 @@ def test_a_log_output_nobody_reads_does_not_stall_the_requests(upstream, tmp_pat
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(url + "/health/liveliness", timeout=2)
+                polls.get(url + "/health/liveliness", timeout=2)
                 break
             except httpx.TransportError:
                 assert time.monotonic() < deadline and proc.poll() is None

@@ -25,6 +25,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests import polls
 from tests.db.conftest import PG_SERVER, PgDatabases
 from tests.db.conftest import pg_cluster as pg_cluster  # noqa: F401 - a throwaway PostgreSQL of the test's own
 from tests.fakes.harness import Recorded, Scripted
@@ -107,7 +108,7 @@ class GatewayProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the gateway exited ({self.proc.returncode}):\n{self.log()}")
             try:
-                if httpx.get(f"{self.url}/health/readiness", timeout=2).status_code == 200:
+                if polls.get(f"{self.url}/health/readiness", timeout=2).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests import polls
 from tests.shared_state.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ class GatewayProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the gateway exited ({self.proc.returncode}):\n{self.log_tail()}")
             try:
-                status = httpx.get(self.url + "/health/readiness", timeout=2).status_code
+                status = polls.get(self.url + "/health/readiness", timeout=2).status_code
                 if ready_status is None or status == ready_status:
                     return self
             except httpx.HTTPError:

@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 
+from tests import polls
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
 from tests.minute_windows import Clock, routed_within_an_rpm_cap
@@ -114,7 +115,7 @@ def test_redis_stopped_mid_load_fails_no_request_and_readiness_says_so(two_fakes
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             assert ask(gw).status_code == 200
-            if not httpx.get(f"{gw.url}/health/readiness", timeout=10).json()["shared_state"]["degraded"]:
+            if not polls.get(f"{gw.url}/health/readiness", timeout=10).json()["shared_state"]["degraded"]:
                 break
             time.sleep(0.2)
         assert httpx.get(f"{gw.url}/health/readiness", timeout=10).json()["shared_state"]["degraded"] is False

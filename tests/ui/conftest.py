@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
+from tests import polls
 from tests.conftest import RunningGateway, start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
 
@@ -72,7 +72,7 @@ def ui_gateway(tmp_path_factory) -> Iterator[RunningGateway]:
             "router_settings": {"num_retries": 0},
         })
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while httpx.get(f"{running.url}/health/readiness", timeout=10).status_code != 200:
+        while polls.get(f"{running.url}/health/readiness", timeout=10).status_code != 200:
             assert time.monotonic() < deadline, "the bundled model did not load"
             time.sleep(0.2)
         running.fake = fake  # type: ignore[attr-defined]  # the tests script its failures
