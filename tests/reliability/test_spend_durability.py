@@ -19,6 +19,7 @@ from tests.reliability.processes import GatewayProcess
 from tests.reliability.wire_checks import Answer, drive
 
 KEY = "ts-durability-key"
+ANSWERED_BEFORE_THE_KILL = 20
 
 
 def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Path) -> None:
@@ -30,10 +31,19 @@ def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Pa
         gateway = GatewayProcess(config, tmp_path / "gateway").start()
 
         async def scenario() -> list[Answer]:
-            stop = Flag()
+            stop, going = Flag(), asyncio.Event()
+            answered_so_far = 0
+
+            def count(answer: Answer) -> None:
+                nonlocal answered_so_far
+                answered_so_far += answer.status == 200
+                if answered_so_far > 2 * ANSWERED_BEFORE_THE_KILL:
+                    going.set()
+
             load = asyncio.ensure_future(drive(gateway.url, decisions_until(stop, "jev"), concurrency=8,
-                                               timeout_s=10))
-            await asyncio.sleep(1.5)
+                                               timeout_s=10, on_answer=count))
+            # The load is going (a wait on answers, not on time: a loaded machine is slow to start it).
+            await asyncio.wait_for(going.wait(), timeout=60)
             gateway.kill()  # mid-load: rows still in the outbox, requests in flight
             stop.set()
             return await load
@@ -41,7 +51,7 @@ def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Pa
         answers = asyncio.run(scenario())
         answered = [a.request_id for a in answers if a.status == 200]
         cut = [a for a in answers if a.status == 0]  # in flight at the kill, or refused after it
-        assert len(answered) > 20, "the load did not get going before the kill"
+        assert len(answered) > ANSWERED_BEFORE_THE_KILL, "the load did not get going before the kill"
         assert all(a.problem is None for a in answers if a.status != 0)
 
         gateway.start()  # a new process on the same data directory adopts the dead one's outbox
