@@ -213,6 +213,21 @@ class TeamInfo(LimitInfo):
     team_alias: str | None
 
 
+class TeamListItem(TeamInfo):
+    members_count: int = Field(0, description="Always 0: this gateway has no team members")
+    keys_count: int
+
+
+class TeamListResponse(BaseModel):
+    """LiteLLM's ``/v2/team/list`` answer."""
+
+    teams: list[TeamListItem]
+    total: int
+    page: int
+    page_size: int
+    total_pages: int
+
+
 class TeamInfoResponse(BaseModel):
     team_id: str
     team_info: TeamInfo

@@ -1,15 +1,17 @@
-"""Teams: LiteLLM's ``/team/*`` routes, the master key only. A team's models bound its keys' models; a
-blocked team blocks its keys; deleting a team deletes its keys."""
+"""Teams: LiteLLM's ``/team/*`` routes, the master key only, and ``/v2/team/list`` (LiteLLM's paginated
+list), which a virtual key may call for its own team. A team's models bound its keys' models; a blocked
+team blocks its keys; deleting a team deletes its keys."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
 from gateway.admin import schemas, service
-from gateway.admin.common import AdminRoute, MasterAdmin
+from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, pages
 from gateway.auth import store
+from translators.errors import RequestInvalid
 
 router = APIRouter(route_class=AdminRoute, tags=["teams"])
 
@@ -56,3 +58,40 @@ async def block_team(body: schemas.TeamRequest, admin: MasterAdmin) -> schemas.T
 @router.post("/team/unblock", summary="Unblock a team")
 async def unblock_team(body: schemas.TeamRequest, admin: MasterAdmin) -> schemas.TeamInfo:
     return service.team_info(await service.set_team_blocked(admin, body.team_id, False))
+
+
+TeamSort = Literal["team_id", "team_alias", "created_at", "updated_at", "spend", "max_budget", "tpm_limit",
+                   "rpm_limit"]
+NOT_HERE = {"user_id": "this gateway has no users", "organization_id": "this gateway has no organizations",
+            "search": "give team_id or team_alias", "status": "deleted teams are not kept"}
+
+
+@router.get("/v2/team/list", summary="Teams, a page at a time (LiteLLM's v2); a virtual key sees its own team")
+async def list_teams_v2(caller: AnyCaller, team_id: Annotated[schemas.TeamId | None, Query()] = None,
+                        team_alias: Annotated[schemas.Text | None, Query(description="Part of the alias, any case")
+                                              ] = None,
+                        page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+                        page_size: Annotated[int, Query(ge=1, le=schemas.MAX_PAGE_SIZE)] = 10,
+                        sort_by: Annotated[TeamSort | None, Query()] = None,
+                        sort_order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+                        user_id: Annotated[str | None, Query(include_in_schema=False)] = None,
+                        organization_id: Annotated[str | None, Query(include_in_schema=False)] = None,
+                        search: Annotated[str | None, Query(include_in_schema=False)] = None,
+                        status: Annotated[str | None, Query(include_in_schema=False)] = None,
+                        ) -> schemas.TeamListResponse:
+    for name, value in (("user_id", user_id), ("organization_id", organization_id), ("search", search),
+                        ("status", status)):
+        if value is not None:
+            raise RequestInvalid(f"{name}: is not supported here ({NOT_HERE[name]}); leave it out.", (name,),
+                                 code="unsupported_parameter")
+    identity = caller.identity
+    scope: list[str] | None = None if identity.is_master else [identity.team_id] if identity.team_id else []
+    if team_id is not None:
+        scope = [team_id] if scope is None or team_id in scope else []
+    found, total = await store.search_teams(caller.admin.db, page=page, size=page_size, team_ids=scope,
+                                            alias_contains=team_alias, sort_by=sort_by,
+                                            descending=sort_order == "desc")
+    teams = [schemas.TeamListItem(**service.team_info(record).model_dump(), keys_count=count)
+             for record, count in found]
+    return schemas.TeamListResponse(teams=teams, total=total, page=page, page_size=page_size,
+                                    total_pages=pages(total, page_size))

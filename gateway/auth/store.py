@@ -196,6 +196,36 @@ async def list_teams(db: Database, *, page: int, size: int) -> tuple[list[TeamRe
         return [team_record(row) for row in rows], int(total)
 
 
+TEAM_SORTS = frozenset({"team_id", "team_alias", "created_at", "updated_at", "spend", "max_budget", "tpm_limit",
+                        "rpm_limit"})  # LiteLLM's /v2/team/list sort_by columns
+
+
+async def search_teams(db: Database, *, page: int, size: int, team_ids: Sequence[str] | None = None,
+                       alias_contains: str | None = None, sort_by: str | None = None, descending: bool = False,
+                       ) -> tuple[list[tuple[TeamRecord, int]], int]:
+    """One page (from 1) of teams, each with its number of keys, and how many match in all. ``team_ids``
+    (None: any) bounds them; ``alias_contains`` matches ignoring case; ``sort_by`` is one of ``TEAM_SORTS``
+    (newest first without it), then team_id."""
+    where: list[Any] = []
+    if team_ids is not None:
+        where.append(Team.team_id.in_(list(team_ids)))
+    if alias_contains:
+        escaped = alias_contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.append(sa.func.lower(Team.team_alias).like(f"%{escaped.lower()}%", escape="\\"))
+    if sort_by in TEAM_SORTS:
+        column = getattr(Team, sort_by)
+        order = [(column.desc() if descending else column.asc()).nulls_last(), Team.team_id]
+    else:
+        order = [Team.created_at.desc(), Team.team_id]
+    keys = (sa.select(sa.func.count()).select_from(VerificationToken)
+            .where(VerificationToken.team_id == Team.team_id).scalar_subquery())
+    query = sa.select(Team, keys).where(*where).order_by(*order).limit(size).offset((page - 1) * size)
+    async with db.sessions() as session:
+        total = (await session.execute(sa.select(sa.func.count()).select_from(Team).where(*where))).scalar_one()
+        rows = (await session.execute(query)).all()
+        return [(team_record(row[0]), int(row[1])) for row in rows], int(total)
+
+
 # ---- budget resets ------------------------------------------------------------------------------
 
 

@@ -22,7 +22,8 @@ burst of probes costs one query, and an answer is never older than the probe tha
 
 Readiness is open (load balancers probe it without a key). With a master key set, only a caller
 presenting the master key also gets the details (errors, the Redis URL, local model names, the
-config generation, the outbox depth of each file...); every other caller gets the states alone.
+config generation, the outbox depth of each file, the gateway's version as ``version`` and as
+``litellm_version``, where LiteLLM's ``lite version`` reads it...); every other caller gets the states alone.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
+from gateway import __version__
 from gateway.db.outbox import brief
 from gateway.shared_state import SharedState
 
@@ -193,6 +195,7 @@ class Readiness:
         state = self.state
         errors = {ref: entry["error"] for ref, entry in local.get("models", {}).items() if "error" in entry}
         out: dict[str, Any] = {
+            "version": __version__, "litellm_version": __version__,  # LiteLLM's Client reads litellm_version
             "models": len(state.registry.names), "deployments": len(state.registry.deployments),
             "upstream_client": "ready" if state.upstream.started else "closed",
             "local_models": "loading" if local["state"] == "loading" else "loaded",

@@ -14,7 +14,7 @@ from tests.fakes.typesafe import FakeTypeSafe
 from tests.reliability.wire_checks import ADMIN, problem
 
 MASTER = "sk-master-schemathesis-0123456789"
-ADMIN_PATHS = r"^/(key|team|spend|global|model|config)/"
+ADMIN_PATHS = r"^/(key|team|spend|global|model|model_group|config|v1/model|v2/team)/"
 
 
 @pytest.fixture(scope="module")

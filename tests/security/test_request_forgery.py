@@ -5,8 +5,9 @@
   on another port must never be called, and each request is still answered in its envelope.
 * Forged ``Host`` and ``X-Forwarded-*`` headers buy no access (a loopback address is no credential),
   are not relayed upstream, and are not reflected into an answer.
-* Every admin route refuses a caller without a key (401) and a virtual key (403), in OpenAI's envelope;
-  SQL in the Authorization header is an unknown key (401) on every route family.
+* Every admin route refuses a caller without a key (401) and a virtual key (403; LiteLLM's read routes
+  /model/info, /model_group/info and /v2/team/list answer a virtual key with what it may see), in OpenAI's
+  envelope; SQL in the Authorization header is an unknown key (401) on every route family.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ def test_forged_forwarding_headers_are_not_relayed_or_reflected(forgery, hostile
 # ---- admin routes without a key and with a virtual key ------------------------------------------------
 
 OPERATOR_ROUTES = admin_routes() + [("GET", "/metrics"), ("GET", "/health/providers")]
+SCOPED = ("/model/info", "/v1/model/info", "/model_group/info", "/v2/team/list")
 
 
 @pytest.mark.parametrize("method, path", OPERATOR_ROUTES, ids=[f"{m} {p}" for m, p in OPERATOR_ROUTES])
@@ -189,6 +191,10 @@ def test_admin_routes_refuse_no_key_and_a_virtual_key(forgery, method, path):
         assert virtual.status_code == 200 and virtual.json()["info"]["key_alias"] == "forger"
         other = httpx.get(gw.url + path, params={"key": MASTER}, headers=auth(key), timeout=10)
         assert other.status_code in (403, 404), other.text
+        return
+    if path in SCOPED:  # LiteLLM's read routes any key may call: only what the key may see (it has no team)
+        assert virtual.status_code == 200, virtual.text
+        assert virtual.json().get("teams", []) == [] and "api_base" not in virtual.text, virtual.text
         return
     assert virtual.status_code == 403, virtual.text
     envelope(virtual, ADMIN)

@@ -1,6 +1,7 @@
 """The validation routes over HTTP, on both wires: the decision route's own sentence and field for an
 invalid request, 200 for a valid one, auth like the decision routes, no upstream call, no spend row.
-And ``/model/info``: every deployment with its limits, prices and cooldown, for the master key only."""
+And ``/model/info``: every deployment with its limits, prices and cooldown (the api_base and cooldown for the
+master key only)."""
 
 from __future__ import annotations
 
@@ -210,8 +211,10 @@ def test_model_info_lists_deployments_with_limits_prices_and_cooldowns(gateway, 
     assert narrow["model_info"]["health"] == {"status": "healthy", "cooldown_reason": None,
                                               "cooldown_seconds_left": None}
     made = httpx.post(gateway.url + "/key/generate", json={}, headers=master, timeout=30).json()["key"]
-    refused = httpx.get(gateway.url + "/model/info", headers={"Authorization": f"Bearer {made}"}, timeout=30)
-    assert refused.status_code == 403
+    scoped = httpx.get(gateway.url + "/model/info", headers={"Authorization": f"Bearer {made}"}, timeout=30)
+    assert scoped.status_code == 200, scoped.text  # a virtual key: its models, without api_base or health
+    assert all("api_base" not in e["litellm_params"] and "health" not in e["model_info"]
+               for e in scoped.json()["data"])
     assert httpx.get(gateway.url + "/model/info", timeout=30).status_code == 401
 
 
