@@ -1,4 +1,4 @@
-"""``decisions-gateway keys|teams|spend``: the admin operations from a shell, straight on the database.
+"""``decisions-gateway keys|teams|spend``: the admin operations from a shell, on the database the gateway reads.
 
     decisions-gateway keys create [--team ID-OR-ALIAS] [--budget USD] [--budget-duration 30d] [--rpm N]
                                   [--tpm N] [--parallel N] [--alias NAME] [--models a,b] [--duration 30d]
@@ -10,16 +10,24 @@
     decisions-gateway spend report [--group-by day|model|model_group|team|key] [--start DATE] [--end DATE]
                                    [--key KEY-OR-ID] [--team ID] [--json]
 
-Every command takes ``--config PATH`` (before or after the action): the database is its
-``general_settings.database_url`` (the data directory's SQLite file without one), as for
-``decisions-gateway migrate``, and keys are hashed with the same server secret as the gateway's
-(``general_settings.salt_key``, ``DECISIONS_GATEWAY_SALT_KEY`` or the data directory's
-``salt.key``). A change is announced to running gateways through Redis when the config has one
-(``auth:version``); without Redis they see it within a second anyway (their cache's ttl).
+Every command works one of two ways, given before or after the action, and refuses to guess
+(status 2) when neither is given:
 
-``keys create`` prints the key once; nothing else prints a key. Exit status: 0; 2 for a usage,
-config or validation error; 1 for a refused operation (unknown key, alias in use) or a database
-that cannot be reached.
+- ``--url URL --api-key KEY`` (or ``DECISIONS_GATEWAY_URL`` / ``DECISIONS_GATEWAY_API_KEY``, or
+  LiteLLM's CLI's ``LITELLM_PROXY_URL`` / ``LITELLM_PROXY_API_KEY``): through a running gateway's
+  admin API (gateway/admin/remote.py), with the master key; the gateway's own database, secret and
+  models, and its refusals printed as its message (status 1).
+- ``--config PATH``: straight on the config's database (gateway/admin/direct.py), its
+  ``general_settings.database_url`` (a relative SQLite path is the file beside the config; the data
+  directory's SQLite file without one), as for ``decisions-gateway migrate``, with keys hashed by the
+  same server secret as the gateway's (``general_settings.salt_key``, ``DECISIONS_GATEWAY_SALT_KEY``
+  or the data directory's ``salt.key``). A change is announced to running gateways through Redis
+  when the config has one (``auth:version``); without Redis they see it within a second anyway
+  (their cache's ttl).
+
+Both print the same. ``keys create`` prints the key once; nothing else prints a key (``--api-key``
+included). Exit status: 0; 2 for a usage, config or validation error; 1 for a refused operation
+(unknown key, alias in use, a gateway's refusal) or a database or gateway that cannot be reached.
 """
 
 from __future__ import annotations
@@ -27,18 +35,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 # Only argparse at import: ``--help`` and a usage error need nothing else. What an action needs (pydantic,
 # SQLAlchemy, the key store) is imported when it runs, never the web app, the backend or torch
 # (tests/gateway/test_cli_imports.py).
 if TYPE_CHECKING:
     from gateway.admin import schemas
-    from gateway.admin.service import Admin
+    from gateway.admin.direct import Direct
+    from gateway.admin.remote import Remote
+
+    Ops: TypeAlias = Direct | Remote
+
+URL_ENV, KEY_ENV = "DECISIONS_GATEWAY_URL", "DECISIONS_GATEWAY_API_KEY"
+LITELLM_URL_ENV, LITELLM_KEY_ENV = "LITELLM_PROXY_URL", "LITELLM_PROXY_API_KEY"  # LiteLLM's CLI's names
+MAX_TEAM_PAGES = 1000
 
 
 class Usage(Exception):
@@ -92,77 +107,71 @@ def spend_main(argv: Sequence[str] | None = None) -> int:
 
 
 # ---- the actions --------------------------------------------------------------------------------
+# ``ops`` is a ``Direct`` (gateway/admin/direct.py, --config) or a ``Remote`` (gateway/admin/remote.py, --url):
+# the same operations, answering the admin API's JSON, so both modes print alike.
 
 
-async def _keys(args: argparse.Namespace, admin: Admin) -> int:
-    from gateway.admin import schemas, service
-    from gateway.auth import store
+async def _keys(args: argparse.Namespace, ops: Ops) -> int:
+    from gateway.admin import schemas
 
     if args.action == "create":
         fields = _limit_fields(args)
         fields.update(_given(key_alias=args.alias, duration=args.duration))
         if args.team:
-            fields["team_id"] = await _team_id(admin, args.team)
-        key, record = await service.create_key(admin, _validate(schemas.GenerateKeyRequest, fields))
-        print(key)
-        print(f"id {record.token}  alias {record.key_alias or '-'}  team {record.team_id or '-'}  "
+            fields["team_id"] = await _team_id(ops, args.team)
+        _validate(schemas.GenerateKeyRequest, fields)
+        made = await ops.create_key(fields)
+        print(made["key"])
+        print(f"id {made['token']}  alias {made.get('key_alias') or '-'}  team {made.get('team_id') or '-'}  "
               "(the key is shown this once: keep it)", file=sys.stderr)
         return 0
     if args.action == "list":
         if args.page < 1 or not 1 <= args.size <= schemas.MAX_PAGE_SIZE:
             raise Usage(f"--page from 1, --size from 1 to {schemas.MAX_PAGE_SIZE}")
-        records, total = await store.list_keys(admin.db, page=args.page, size=args.size, team_id=args.team)
-        rows = [service.key_info(r).model_dump(mode="json") for r in records]
+        rows, total = await ops.list_keys(page=args.page, size=args.size, team_id=args.team)
         _print(rows, args.json, ("token", "key_name", "key_alias", "team_id", "spend", "max_budget", "rpm_limit",
                                  "blocked", "expires"), f"{len(rows)} of {total} keys (page {args.page})")
         return 0
-    ref = args.ref
+    record = await ops.key(args.ref)
+    alias = record.get("key_alias") or "no alias"
     if args.action == "delete":
-        record = await service.find_key(admin, ref, by_alias=True)
-        deleted = await service.delete_keys(admin, schemas.DeleteKeysRequest(keys=[record.token]))
-        print(f"deleted key {deleted[0] if deleted else record.token} ({record.key_alias or 'no alias'})")
+        deleted = await ops.delete_key(record["token"])
+        print(f"deleted key {deleted[0] if deleted else record['token']} ({alias})")
         return 0
-    record = await service.set_key_blocked(admin, ref, args.action == "block", by_alias=True)
-    print(f"key {record.token} ({record.key_alias or 'no alias'}) {'blocked' if record.blocked else 'unblocked'}")
+    record = await ops.set_blocked(record["token"], args.action == "block")
+    print(f"key {record['token']} ({alias}) {'blocked' if record['blocked'] else 'unblocked'}")
     return 0
 
 
-async def _teams(args: argparse.Namespace, admin: Admin) -> int:
-    from gateway.admin import schemas, service
-    from gateway.auth import store
+async def _teams(args: argparse.Namespace, ops: Ops) -> int:
+    from gateway.admin import schemas
 
     if args.action == "create":
         fields = _limit_fields(args)
         fields.update(_given(team_alias=args.alias, team_id=args.team_id))
-        record = await service.create_team(admin, _validate(schemas.NewTeamRequest, fields))
-        print(f"team {record.team_id} ({record.team_alias or 'no alias'})")
+        _validate(schemas.NewTeamRequest, fields)
+        record = await ops.create_team(fields)
+        print(f"team {record['team_id']} ({record.get('team_alias') or 'no alias'})")
         return 0
-    records, total = await store.list_teams(admin.db, page=1, size=schemas.MAX_PAGE_SIZE)
-    rows = [service.team_info(r).model_dump(mode="json") for r in records]
+    rows = await _all_teams(ops)
     _print(rows, args.json, ("team_id", "team_alias", "spend", "max_budget", "rpm_limit", "tpm_limit", "blocked"),
-           f"{len(rows)} of {total} teams")
+           f"{len(rows)} teams")
     return 0
 
 
-async def _spend(args: argparse.Namespace, admin: Admin) -> int:
-    from gateway.db import queries
-    from gateway.spend.cost import shown_cost
-
+async def _spend(args: argparse.Namespace, ops: Ops) -> int:
     end = args.end or datetime.now(UTC).date()
     start = args.start or end - timedelta(days=29)
     if start > end:
         raise Usage("--start is after --end")
-    token = admin.token_of(args.key) if args.key else None
-    if args.key and token is None:
+    if args.key and not is_key_or_id(args.key):
         raise Usage("--key: give the key (sk-...) or its id (64 hex digits)")
-    entries = await queries.spend_report(admin.db, start_date=start, end_date=end, group_by=args.group_by,
-                                         api_key=token, team_id=args.team)
+    rows = await ops.spend_report(start=start, end=end, group_by=args.group_by, api_key=args.key,
+                                  team_id=args.team)
     columns = {"day": ("date",), "model": ("model",), "model_group": ("model_group",),
                "team": ("team_id", "team_alias"), "key": ("api_key", "key_alias")}[args.group_by]
-    rows = [{**e, "spend": shown_cost(e["spend"]), **({"date": str(e["date"])} if "date" in e else {})}
-            for e in entries]
     _print(rows, args.json, (*columns, "spend", "requests", "failed_requests", "prompt_tokens", "completion_tokens"),
-           f"spend {start} .. {end} by {args.group_by}: ${sum(e['spend'] for e in entries):.6f}")
+           f"spend {start} .. {end} by {args.group_by}: ${sum(r['spend'] for r in rows):.6f}")
     return 0
 
 
@@ -170,14 +179,32 @@ async def _spend(args: argparse.Namespace, admin: Admin) -> int:
 
 
 def _parser(name: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"decisions-gateway {name}", description=description)
-    parser.add_argument("--config", "-c", metavar="PATH", help="LiteLLM-style YAML config (its database_url)")
+    parser = argparse.ArgumentParser(
+        prog=f"decisions-gateway {name}", description=description,
+        epilog=f"Give --config (its database) or --url with --api-key (a running gateway; or ${URL_ENV}, "
+               f"${KEY_ENV}, or LiteLLM's ${LITELLM_URL_ENV} and ${LITELLM_KEY_ENV}).")
+    _where(parser, None)
     return parser
+
+
+def _where(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--config, --url and --api-key, on the command and (hidden) on each action, so they go before or after it."""
+    hidden = default is argparse.SUPPRESS
+    parser.add_argument("--config", "-c", metavar="PATH", default=default,
+                        help=argparse.SUPPRESS if hidden else "work on this LiteLLM-style YAML config's database "
+                                                              "(its general_settings.database_url)")
+    parser.add_argument("--url", metavar="URL", default=default,
+                        help=argparse.SUPPRESS if hidden else "work through this running gateway's admin API "
+                                                              f"(default ${URL_ENV}, else ${LITELLM_URL_ENV})")
+    parser.add_argument("--api-key", metavar="KEY", default=default,
+                        help=argparse.SUPPRESS if hidden else "the master key (or an admin's key) for --url "
+                                                              f"(default ${KEY_ENV}, else ${LITELLM_KEY_ENV}; "
+                                                              "the variable keeps it out of the process list)")
 
 
 def _action(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
     action: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
-    action.add_argument("--config", "-c", metavar="PATH", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    _where(action, argparse.SUPPRESS)
     return action
 
 
@@ -191,6 +218,11 @@ def _limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--routes", help="comma-separated allowed_routes (default: every decision route)")
     parser.add_argument("--passthrough-routes", help="comma-separated allowed_passthrough_routes, e.g. /typesafe "
                                                      "(default: none; a key takes its team's)")
+
+
+def is_key_or_id(text: str) -> bool:
+    """A key (``sk-...``) or a key's id (64 hex digits; gateway.auth.keys, which opens no database here)."""
+    return text.startswith("sk-") or re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -217,15 +249,26 @@ def _validate(model: type[schemas.Strict], fields: dict[str, Any]) -> Any:
         raise Usage("; ".join(problems)) from None
 
 
-async def _team_id(admin: Admin, team: str) -> str:
-    from gateway.auth import store
-
-    if await store.get_team(admin.db, team) is not None:
+async def _team_id(ops: Ops, team: str) -> str:
+    teams = await _all_teams(ops)
+    if any(t["team_id"] == team for t in teams):
         return team
-    found = await store.teams_by_alias(admin.db, team)
+    found = [t["team_id"] for t in teams if t.get("team_alias") == team]
     if len(found) == 1:
-        return found[0].team_id
+        return found[0]
     raise Usage(f"--team: {'several teams are' if found else 'no team is'} called {team!r}; give the team id")
+
+
+async def _all_teams(ops: Ops) -> list[dict[str, Any]]:
+    from gateway.admin.schemas import MAX_PAGE_SIZE
+
+    teams: list[dict[str, Any]] = []
+    for page in range(1, MAX_TEAM_PAGES + 1):
+        found = await ops.teams(page, MAX_PAGE_SIZE)
+        teams.extend(found)
+        if len(found) < MAX_PAGE_SIZE:
+            break
+    return teams
 
 
 def _print(rows: list[dict[str, Any]], as_json: bool, columns: Sequence[str], summary: str) -> None:
@@ -248,19 +291,25 @@ def _cell(value: Any) -> str:
 
 
 def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
-          action: Callable[[argparse.Namespace, Admin], Awaitable[int]]) -> int:
+          action: Callable[[argparse.Namespace, Ops], Awaitable[int]]) -> int:
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-    import asyncio
-
-    from translators.errors import DecisionError
-
     prog = parser.prog
     try:
-        return asyncio.run(_run(args, action))
+        where = _where_to(args)
+    except Usage as exc:  # before any import: a forgotten --config costs nothing
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    import asyncio
+
+    from gateway.admin.remote import Refused
+    from translators.errors import DecisionError
+
+    try:
+        return asyncio.run(_run(args, where, action))
     except Usage as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    except DecisionError as exc:
+    except (DecisionError, Refused) as exc:
         print(f"{prog}: {exc.message}", file=sys.stderr)
         return 1
     except Exception as exc:  # the database is unreachable, a migration failed: one line, no URL, no key
@@ -268,50 +317,37 @@ def _main(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
         return 1
 
 
-async def _run(args: argparse.Namespace, action: Callable[[argparse.Namespace, Admin], Awaitable[int]]) -> int:
-    async with _opened(args.config) as admin:
-        return await action(args, admin)
+def _where_to(args: argparse.Namespace) -> tuple[str, str, str | None]:
+    """("config", path, None) or ("url", url, key): the database the command works on, never a guess."""
+    if args.config and args.url:
+        raise Usage("give --config (work on its database) or --url (a running gateway), not both")
+    if args.config:
+        return "config", args.config, None
+    url = args.url or os.environ.get(URL_ENV) or os.environ.get(LITELLM_URL_ENV)
+    if not url:
+        raise Usage("give --config PATH (the gateway's config: its database) or --url URL with --api-key "
+                    f"(a running gateway's admin API; or ${URL_ENV} and ${KEY_ENV}); without one there is no "
+                    "knowing which database the gateway reads")
+    key = args.api_key or os.environ.get(KEY_ENV) or os.environ.get(LITELLM_KEY_ENV)
+    if not key:
+        raise Usage(f"--url needs --api-key (or ${KEY_ENV}): the master key, or a key allowed to administer")
+    if not url.startswith(("http://", "https://")):
+        raise Usage(f"--url: give the gateway's address, e.g. http://127.0.0.1:4000 (got {url[:100]!r})")
+    return "url", url, key
 
 
-@asynccontextmanager
-async def _opened(config_path: str | None) -> AsyncIterator[Admin]:
-    from gateway.admin.service import Admin
-    from gateway.auth.cache import KeyCache
-    from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret
-    from gateway.config.errors import ConfigError
-    from gateway.config.loader import load_config
-    from gateway.config.registry import ModelRegistry
-    from gateway.db.engine import (
-        DatabaseConfigError,
-        auto_migrate_from_settings,
-        data_dir,
-        database_url_from_settings,
-        open_database,
-    )
-    from gateway.shared_state import redis_url_from_config, state_from_settings
+async def _run(args: argparse.Namespace, where: tuple[str, str, str | None],
+               action: Callable[[argparse.Namespace, Ops], Awaitable[int]]) -> int:
+    mode, target, key = where
+    if mode == "url":
+        from gateway.admin.remote import Remote
 
-    try:
-        config = load_config(config_path)
-        general = config.general_settings
-        url = database_url_from_settings(general)
-        auto_migrate = auto_migrate_from_settings(general)
-        redis_url = redis_url_from_config(general, config.router_settings)
-    except (ConfigError, DatabaseConfigError, ValueError) as exc:
-        raise Usage(f"config error: {exc}") from None
-    salt_path = data_dir() / SALT_FILE
-    new_salt = not general.get("salt_key") and not os.environ.get(SALT_ENV) and not salt_path.exists()
-    hasher = KeyHasher(load_secret(general))
-    if new_salt:
-        print(f"made a new server secret in {salt_path}: the gateway must read the same one (same "
-              f"DECISIONS_GATEWAY_DATA_DIR, or set {SALT_ENV} / general_settings.salt_key for both)", file=sys.stderr)
-    db = await open_database(url, auto_migrate=auto_migrate)
-    shared = state_from_settings(redis_url) if redis_url else None
-    try:  # a change bumps auth:version, so running gateways drop their cached keys (gateway/auth/cache.py)
-        yield Admin(db=db, hasher=hasher, changed=KeyCache(shared).changed, registry=ModelRegistry.from_config(config))
-    finally:
-        await db.close()
-        if shared is not None:
-            await shared.close()
+        async with Remote(target, key or "") as remote:
+            return await action(args, remote)
+    from gateway.admin.direct import opened
+
+    async with opened(target) as direct:
+        return await action(args, direct)
 
 
 def _first_line(exc: Exception) -> str:

@@ -79,6 +79,11 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     config = build_config(raw if raw is not None else {}, environ, source=str(path))
     config.digest = hashlib.sha256(data).hexdigest()
+    url = config.general_settings.get("database_url")
+    if isinstance(url, str) and url:  # sqlite:///x.db: the x.db beside this file, from any working directory
+        from gateway.db.engine import sqlite_beside
+
+        config.general_settings["database_url"] = sqlite_beside(url, path.resolve().parent)
     return config
 
 

@@ -10,7 +10,10 @@
 ``postgresql+psycopg2://``) becomes ``postgresql+asyncpg://``; libpq's ``sslmode`` is passed to asyncpg
 as ``ssl``. Without one, the database is ``decisions-gateway.db`` in the data directory
 (``DECISIONS_GATEWAY_DATA_DIR``, else ``$XDG_DATA_HOME/decisions-gateway``, else
-``~/.local/share/decisions-gateway``), created on first use.
+``~/.local/share/decisions-gateway``), created on first use. A relative SQLite path in a config
+file (``sqlite:///spend.db``) is the file beside that config, whatever the working directory
+(``sqlite_beside``, applied by ``gateway.config.loader.load_config``); an absolute path
+(``sqlite:////var/lib/x.db``), ``~/x.db`` and an in-memory database are kept as they are.
 
 SQLite runs in WAL mode with ``busy_timeout`` and foreign keys on; every transaction starts with
 ``BEGIN IMMEDIATE``, so several processes on one file queue for the write lock (within the busy
@@ -79,6 +82,19 @@ def database_url_from_settings(general_settings: Mapping[str, Any] | None,
         raise DatabaseConfigError("general_settings.database_url: must be a URL such as "
                                   "postgresql://user@host/db or sqlite:///path/to/file.db")
     return async_url(raw)
+
+
+def sqlite_beside(raw: str, folder: Path) -> str:
+    """``raw`` with a relative SQLite file path taken from ``folder`` (a config file's); any other URL as it is."""
+    try:
+        url = make_url(raw)
+    except ArgumentError:
+        return raw  # refused with its reason where the URL is checked
+    path = url.database or ""
+    if (url.get_backend_name() != "sqlite" or path in ("", ":memory:") or path.startswith(("file:", "~"))
+            or Path(path).is_absolute()):
+        return raw
+    return url.set(database=str(folder / path)).render_as_string(hide_password=False)
 
 
 def auto_migrate_from_settings(general_settings: Mapping[str, Any] | None) -> bool:
