@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # the CLI (cli.py) imports this package without the web stack
 
 
 def admin_router() -> APIRouter:
-    """Every admin route: ``/key/*``, ``/team/*``, ``/spend/logs``, ``/global/spend/report``, ``/model/info``."""
+    """Every admin route: ``/key/*``, ``/team/*``, ``/v2/team/list``, ``/spend/logs`` (and ``/v2``, ``/ui``),
+    ``/global/spend/report``, ``/model/info``, ``/model_group/info``."""
     from fastapi import APIRouter
 
     from gateway.admin import keys, models, spend, teams

@@ -1,25 +1,33 @@
-"""Spend: ``GET /spend/logs`` (rows, a page at a time) and ``GET /global/spend/report`` (per day, model,
-model group, team or key, from the daily roll-ups). The master key only; every filter is a bound
-parameter (``gateway/db/queries.py``) and is validated here first."""
+"""Spend: ``GET /spend/logs`` as LiteLLM answers it (a plain list: the rows, newest first, at most
+``MAX_LIST_ROWS`` with ``x-litellm-spend-logs-truncated: true`` past them, or with ``start_date`` and
+``end_date`` and ``summarize`` (the default) one entry per day; the rows also filter by ``key_alias``,
+``team_id`` and ``model``, as on v2), ``GET /spend/logs/v2`` (LiteLLM's
+paginated form: ``data``, ``total``, ``page``, ``page_size``, ``total_pages``; the UI reads it as
+``/spend/logs/ui``, LiteLLM's UI route) and ``GET /global/spend/report`` (per day, model, model group,
+team or key, from the daily roll-ups). The master key only; every filter is a bound parameter
+(``gateway/db/queries.py``) and is validated here first."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from gateway.admin import schemas
 from gateway.admin.common import AdminRoute, MasterAdmin, pages
 from gateway.admin.service import Admin
 from gateway.db import queries
+from gateway.spend.cost import shown_cost
+from gateway.utc import utc
 from translators.errors import RequestInvalid
 
 router = APIRouter(route_class=AdminRoute, tags=["spend"])
 
 MAX_SPEND_PAGE = 1000
 REPORT_DAYS = 30  # the report's span when no start_date is given
+SUMMARY_DAYS = 3660  # the longest span /spend/logs summarizes (one entry a day, padded to end_date)
 RequestId = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
 When = Annotated[dt.date | dt.datetime, AfterValidator(queries.in_range)]  # 400 naming the field when out of range
 
@@ -77,7 +85,83 @@ def _as_date(value: dt.date | dt.datetime) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
 
 
-@router.get("/spend/logs", summary="Spend rows, newest first, a page at a time")
+@router.get("/spend/logs", summary="LiteLLM's /spend/logs: the rows, newest first, or a summary per day")
+async def spend_logs_list(admin: MasterAdmin, response: Response,
+                          api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
+                          user_id: Annotated[str | None, Query(description="Not supported here: no users")] = None,
+                          request_id: Annotated[RequestId | None, Query()] = None,
+                          key_alias: Annotated[schemas.Alias | None, Query(description="Rows only")] = None,
+                          team_id: Annotated[schemas.TeamId | None, Query(description="Rows only")] = None,
+                          model: Annotated[schemas.ModelName | None, Query(description="Rows only: model group or "
+                                                                           "provider/model")] = None,
+                          start_date: Annotated[When | None, Query(description="YYYY-MM-DD (whole day) or ISO time")
+                                                ] = None,
+                          end_date: Annotated[When | None, Query(description="YYYY-MM-DD (included) or ISO time")
+                                              ] = None,
+                          summarize: Annotated[bool, Query(description="With start_date and end_date: one entry "
+                                                           "a day (spend, per key, per model)")] = True,
+                          ) -> list[dict[str, Any]]:
+    if user_id is not None:
+        raise RequestInvalid("user_id: is not supported here (this gateway has no users); filter by api_key.",
+                             ("user_id",), code="unsupported_parameter")
+    _check_span(start_date, end_date)
+    token = _key_filter(admin, api_key)
+    extra = {"key_alias": key_alias, "team_id": team_id, "model": model}
+    if start_date is not None and end_date is not None and summarize:
+        named = next((name for name, value in extra.items() if value is not None), None)
+        if named is not None:
+            raise RequestInvalid(f"{named}: filters rows, not LiteLLM's daily summary; pass summarize=false.",
+                                 (named,), code="invalid_value")
+        return await _summary(admin, token, request_id, start_date, end_date)
+    rows, total = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start_date,
+                                           end_date=end_date, page_size=queries.MAX_LIST_ROWS,
+                                           cap=queries.MAX_LIST_ROWS, key_alias=key_alias, team_id=team_id,
+                                           model=model)
+    if total > len(rows):
+        response.headers["x-litellm-spend-logs-truncated"] = "true"
+    return [SpendLogRow(**row).model_dump(mode="json") for row in rows]
+
+
+async def _summary(admin: Admin, token: str | None, request_id: str | None, start: dt.date | dt.datetime,
+                   end: dt.date | dt.datetime) -> list[dict[str, Any]]:
+    """LiteLLM's summary: per UTC day with spend ``{<key id>: spend, "startTime", "spend", "users": {},
+    "models": {model: spend}}``, oldest first, then a zero entry for each day after the last one up to
+    ``end_date``."""
+    first, last = _as_date(start), _as_date(end)
+    if (last - first).days >= SUMMARY_DAYS:
+        raise RequestInvalid(f"end_date: the summary covers at most {SUMMARY_DAYS} days; narrow the dates or "
+                             "pass summarize=false.", ("end_date",), code="invalid_value")
+    if request_id is None:
+        spent = await queries.daily_key_model_spend(admin.db, start_date=first, end_date=last, api_key=token)
+    else:  # one request: its row, not the roll-ups
+        rows, _ = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start,
+                                           end_date=end)
+        spent = [(utc(row["startTime"]).date(), row["api_key"], row["model"] or "", row["spend"] or 0.0)
+                 for row in rows]
+    days: dict[dt.date, dict[str, Any]] = {}
+    for day, key, model, spend in spent:
+        entry = days.setdefault(day, {"startTime": day, "spend": 0.0, "users": {}, "models": {}})
+        entry["spend"] += spend
+        if key:
+            entry[key] = entry.get(key, 0.0) + spend
+        entry["models"][model] = entry["models"].get(model, 0.0) + spend
+    out = [_shown(days[day]) for day in sorted(days)]
+    if out:
+        final = max(days)
+        out += [{"startTime": (final + dt.timedelta(days=n)).isoformat(), "spend": 0, "users": {}, "models": {}}
+                for n in range(1, (last - final).days + 1)]
+    return out
+
+
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """A summary entry as JSON shows it: the day as text, costs without float noise."""
+    return {name: value.isoformat() if name == "startTime" else
+            {k: shown_cost(v) for k, v in value.items()} if isinstance(value, dict) else shown_cost(value)
+            for name, value in entry.items()}
+
+
+@router.get("/spend/logs/v2", summary="Spend rows, newest first, a page at a time (LiteLLM's paginated route)")
+@router.get("/spend/logs/ui", include_in_schema=False)  # LiteLLM's UI route: the admin UI reads this one
 async def spend_logs(admin: MasterAdmin,
                      api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
                      key_alias: Annotated[schemas.Alias | None, Query()] = None,

@@ -21,6 +21,7 @@ from gateway.db.spend import ROLLUP_SUMS
 from gateway.utc import utc
 
 MAX_PAGE_SIZE = 1000
+MAX_LIST_ROWS = 10_000  # LiteLLM's cap on /spend/logs' unpaged list (SPEND_LOGS_PAGINATION_COUNT_CAP)
 GroupBy = Literal["day", "model", "model_group", "team", "key"]
 GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key")
 EARLIEST, LATEST = dt.date(1, 1, 2), dt.date(9999, 12, 30)
@@ -95,13 +96,15 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
                      team_id: str | None = None, model: str | None = None, request_id: str | None = None,
                      start_date: dt.date | dt.datetime | str | None = None,
                      end_date: dt.date | dt.datetime | str | None = None,
-                     page: int = 1, page_size: int = 50) -> tuple[list[dict[str, Any]], int]:
+                     page: int = 1, page_size: int = 50, cap: int = MAX_PAGE_SIZE,
+                     ) -> tuple[list[dict[str, Any]], int]:
     """One page of spend rows, newest first, and the number of rows matching. ``api_key`` is the key's hash
-    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model."""
+    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model.
+    ``page_size`` is at most ``cap`` (``MAX_PAGE_SIZE``; LiteLLM's unpaged list asks for ``MAX_LIST_ROWS``)."""
     if not isinstance(page, int) or page < 1:
         raise ValueError("page: must be a whole number from 1")
-    if not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size: must be a whole number from 1 to {MAX_PAGE_SIZE}")
+    if not isinstance(page_size, int) or not 1 <= page_size <= cap:
+        raise ValueError(f"page_size: must be a whole number from 1 to {cap}")
     c = spend_logs_table.c
     where: list[sa.ColumnElement[bool]] = []
     for column, value in ((c.api_key, api_key), (c.key_alias, key_alias), (c.team_id, team_id),
@@ -123,6 +126,23 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
         total = int((await conn.execute(count_q)).scalar_one())
         rows = [_log_row(r) for r in (await conn.execute(rows_q)).all()] if total else []
     return rows, total
+
+
+async def daily_key_model_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
+                                end_date: dt.date | dt.datetime | str, api_key: str | None = None,
+                                ) -> list[tuple[dt.date, str, str, float]]:
+    """(UTC day, key hash, provider/model, spend) over the days ``start_date`` .. ``end_date`` (both included),
+    oldest first, from ``daily_spend``: what LiteLLM's summarized ``/spend/logs`` adds up per day."""
+    first, last = _day(start_date, "start_date"), _day(end_date, "end_date")
+    d = daily_spend.c
+    where = [d.date >= first, d.date <= last]
+    if api_key is not None:
+        where.append(d.api_key == api_key)
+    query = (sa.select(d.date, d.api_key, d.model, sa.func.sum(d.spend)).where(*where)
+             .group_by(d.date, d.api_key, d.model).order_by(d.date, d.api_key, d.model))
+    async with db.engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [(row[0], str(row[1]), str(row[2]), float(row[3] or 0.0)) for row in rows]
 
 
 def _key_label(api_key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:

@@ -13,6 +13,7 @@ from tests.admin.test_keys_api import error_of
     ("/spend/logs", {"end_date": "9999-12-31"}, "end_date"),
     ("/spend/logs", {"start_date": "9999-12-31T23:59:59-01:00"}, "start_date"),
     ("/spend/logs", {"end_date": "0001-01-01T00:00:00+01:00"}, "end_date"),
+    ("/spend/logs/v2", {"end_date": "9999-12-31"}, "end_date"),
     ("/global/spend/report", {"end_date": "0001-01-01T00:00:00+01:00"}, "end_date"),
     ("/global/spend/report", {"end_date": "9999-12-31T23:00:00-05:00"}, "end_date"),
     ("/global/spend/report", {"start_date": "0001-01-01"}, "start_date"),
@@ -24,7 +25,8 @@ async def test_out_of_range_dates_are_a_400_naming_the_field(env: AdminEnv, path
 
 async def test_dates_at_the_edges_of_the_range_are_answered(env: AdminEnv):
     admin = env.client()
-    for path, params in (("/spend/logs", {"start_date": "0001-01-02", "end_date": "9999-12-30"}),
+    for path, params in (("/spend/logs/v2", {"start_date": "0001-01-02", "end_date": "9999-12-30"}),
+                         ("/spend/logs", {"start_date": "0001-01-02", "end_date": "9999-12-30", "summarize": False}),
                          ("/global/spend/report", {"end_date": "0001-01-02"}),
                          ("/global/spend/report", {"start_date": "9999-12-30", "end_date": "9999-12-30"})):
         response = await admin.get(path, params=params)

@@ -48,7 +48,7 @@ def test_a_call_refused_for_its_model_has_a_spend_row(gateway):
     assert unknown.status_code == 400 and missing.status_code == 400
 
     def rows() -> list[dict]:
-        logs = call(gateway, "/spend/logs", method="GET", key=MASTER).json()["data"]
+        logs = call(gateway, "/spend/logs/v2", method="GET", key=MASTER).json()["data"]
         return [row for row in logs if row["request_id"] in {unknown.headers["x-request-id"],
                                                               missing.headers["x-request-id"]}]
 
@@ -68,7 +68,7 @@ def test_the_master_keys_and_a_deleted_keys_spend_carry_their_names_in_the_repor
     ids = {a.headers["x-request-id"] for a in answers}
 
     def drained() -> bool:
-        logs = call(gateway, "/spend/logs", method="GET").json()["data"]
+        logs = call(gateway, "/spend/logs/v2", method="GET").json()["data"]
         return ids <= {row["request_id"] for row in logs}
 
     wait_for(drained, what="both calls' spend rows in the database")

@@ -49,7 +49,7 @@ def spend_rows(gateway, request_ids: list[str]) -> dict[str, dict]:
     while True:
         rows = {}
         for request_id in request_ids:
-            data = admin(gateway, f"/spend/logs?request_id={request_id}", method="GET").json()["data"]
+            data = admin(gateway, f"/spend/logs/v2?request_id={request_id}", method="GET").json()["data"]
             if data:
                 rows[request_id] = data[0]
         if len(rows) == len(request_ids) or time.monotonic() > deadline:

@@ -84,7 +84,7 @@ def test_three_calls_at_0_00026_show_0_00078_everywhere(running):
     assert info["info"]["spend"] == 0.00078 and info["usage"]["total_spend"] == 0.00078
     assert get("/team/info", team_id=team).json()["team_info"]["spend"] == 0.00078
     assert [k["spend"] for k in get("/key/list", return_full_object="true").json()["keys"]] == [0.00078]
-    rows = get("/spend/logs", api_key=token).json()["data"]
+    rows = get("/spend/logs/v2", api_key=token).json()["data"]
     assert [row["spend"] for row in rows] == [0.00026] * 3
     report = get("/global/spend/report", group_by="key").json()
     assert [(entry["api_key"], entry["spend"]) for entry in report] == [(token, 0.00078)]

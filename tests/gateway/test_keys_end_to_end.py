@@ -89,7 +89,7 @@ def test_a_virtual_key_calls_its_models_and_every_call_is_in_the_spend_log(gatew
     assert [m["id"] for m in models["data"]] == ["jev"]
 
     def logged() -> list[dict]:
-        logs = admin(gateway, "/spend/logs?key_alias=e2e-support", method="GET")
+        logs = admin(gateway, "/spend/logs/v2?key_alias=e2e-support", method="GET")
         assert logs.status_code == 200, logs.text
         return logs.json()["data"]
 

@@ -247,5 +247,5 @@ def test_sql_in_every_admin_filter_of_the_running_gateway_matches_nothing_and_ch
                 rows = body.get("data", body) if isinstance(body, dict) else body
                 assert rows in ([], {}) or (isinstance(rows, dict) and rows.get("total") == 0), (path, name, body)
     assert tables() == before  # no table changed
-    assert httpx.get(gw.url + "/spend/logs", params={"key_alias": "forger"}, headers=admin,
+    assert httpx.get(gw.url + "/spend/logs/v2", params={"key_alias": "forger"}, headers=admin,
                      timeout=10).json()["data"]  # the rows are there to be found

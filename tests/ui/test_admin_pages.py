@@ -67,7 +67,7 @@ def test_a_new_key_is_shown_once_then_edited_blocked_and_unblocked(ui):
         time.sleep(0.5)  # the spend row drains into the database behind the answer
         page.reload()
         page.wait_for_selector("#page-keys tbody tr")
-    logged = api(ui, "GET", "/spend/logs", params={"key_alias": "ui-once"}).json()["data"]
+    logged = api(ui, "GET", "/spend/logs/v2", params={"key_alias": "ui-once"}).json()["data"]
     assert float(spend.lstrip("$")) == pytest.approx(sum(r["spend"] for r in logged), rel=0.05)
 
     row(ui, "ui-once").get_by_role("button", name="Edit key ui-once").click()
@@ -154,7 +154,7 @@ def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
         assert answer.status_code == 200
         ids.append(answer.headers["x-request-id"])
     deadline = time.monotonic() + 30
-    while api(ui, "GET", "/spend/logs", params={"key_alias": "ui-spend"}).json()["total"] < 3:
+    while api(ui, "GET", "/spend/logs/v2", params={"key_alias": "ui-spend"}).json()["total"] < 3:
         assert time.monotonic() < deadline
         time.sleep(0.2)
     ui.sign_in()
@@ -186,7 +186,7 @@ def test_the_spend_page_counts_the_calls_in_its_charts_and_table(ui):
     assert sorted(shown) == sorted(ids)
     costs = page.locator('.logs-host [data-label="Cost"]').all_inner_texts()
     assert all(c.startswith("$") and c != "$0" for c in costs)
-    tokens = api(ui, "GET", "/spend/logs", params={"request_id": ids[0]}).json()["data"][0]["prompt_tokens"]
+    tokens = api(ui, "GET", "/spend/logs/v2", params={"request_id": ids[0]}).json()["data"][0]["prompt_tokens"]
     assert tokens * PRICE_PER_TOKEN > 0
 
 

@@ -181,7 +181,7 @@ def test_a_check_is_never_a_spend_row(gateway):
     assert (checked.status_code, refused.status_code, sent.status_code) == (200, 400, 200)
 
     def rows(request_id: str) -> int:
-        logs = httpx.get(gateway.url + "/spend/logs", params={"request_id": request_id},
+        logs = httpx.get(gateway.url + "/spend/logs/v2", params={"request_id": request_id},
                          headers={"Authorization": f"Bearer {MASTER}"}, timeout=30)
         assert logs.status_code == 200, logs.text
         return logs.json()["total"]

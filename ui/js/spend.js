@@ -1,5 +1,6 @@
 // Spend: charts of spend and requests by day, and by model, team and key, over a chosen range (from
-// /global/spend/report's daily roll-ups), and the recent calls with filters (from /spend/logs).
+// /global/spend/report's daily roll-ups), and the recent calls with filters (from /spend/logs/ui,
+// LiteLLM's paginated route for its UI).
 // The master key only.
 
 import { request } from "./api.js";
@@ -136,7 +137,7 @@ export async function mount(root) {
     for (const [name, input] of Object.entries(filters)) query[name] = input.value.trim();
     logError.textContent = "";
     try {
-      const answer = await request("GET", "/spend/logs", { query });
+      const answer = await request("GET", "/spend/logs/ui", { query });
       clear(logs).append(table(logColumns, answer.data, null, "No calls match."));
       clear(pager);
       pager.append(`${formatNumber(answer.total)} call${answer.total === 1 ? "" : "s"}`);
