@@ -3,7 +3,9 @@
     decisions-gateway keys create [--team ID-OR-ALIAS] [--budget USD] [--budget-duration 30d] [--rpm N]
                                   [--tpm N] [--parallel N] [--alias NAME] [--models a,b] [--duration 30d]
     decisions-gateway keys list [--team ID] [--page N] [--size N] [--json]
-    decisions-gateway keys block|unblock|delete ALIAS-OR-KEY-OR-ID
+    decisions-gateway keys info|block|unblock|delete ALIAS-OR-KEY-OR-ID
+    decisions-gateway keys update ALIAS-OR-KEY-OR-ID [--alias NAME] [--team ID-OR-ALIAS] [--budget USD] [--rpm N]
+                                  [--tpm N] [--parallel N] [--models a,b] [--duration 30d] ...
     decisions-gateway teams create [--alias NAME] [--id ID] [--budget USD] [--budget-duration 1mo] [--rpm N]
                                    [--tpm N] [--models a,b]
     decisions-gateway teams list [--json]
@@ -64,7 +66,7 @@ class Usage(Exception):
 
 
 def keys_main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser("keys", "Virtual keys: create (printed once), list, block, unblock, delete.")
+    parser = _parser("keys", "Virtual keys: create (printed once), list, info, update, block, unblock, delete.")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = _action(sub, "create", "make a key and print it (once)")
     create.add_argument("--team", help="team id or alias")
@@ -76,9 +78,16 @@ def keys_main(argv: Sequence[str] | None = None) -> int:
     listing.add_argument("--page", type=int, default=1)
     listing.add_argument("--size", type=int, default=50)
     listing.add_argument("--json", action="store_true", help="print JSON")
-    for name, what in (("block", "refuse a key everywhere"), ("unblock", "accept a blocked key again"),
-                       ("delete", "delete a key")):
-        _action(sub, name, what).add_argument("ref", metavar="ALIAS-OR-KEY", help="the key's alias, the key or its id")
+    update = _action(sub, "update", "change a key's alias, team, models, budget, limits or lifetime")
+    update.add_argument("--alias", help="a new unique name for the key")
+    update.add_argument("--team", help="move it to this team (id or alias)")
+    _limit_options(update)
+    update.add_argument("--duration", help="a new lifetime from now, e.g. 30d")
+    for action, what in (("info", "a key's limits, budget and spend (JSON)"), ("update", None),
+                         ("block", "refuse a key everywhere"), ("unblock", "accept a blocked key again"),
+                         ("delete", "delete a key")):
+        chosen = update if what is None else _action(sub, action, what)
+        chosen.add_argument("ref", metavar="ALIAS-OR-KEY", help="the key's alias, the key or its id")
     return _main(parser, argv, _keys)
 
 
@@ -132,8 +141,22 @@ async def _keys(args: argparse.Namespace, ops: Ops) -> int:
         _print(rows, args.json, ("token", "key_name", "key_alias", "team_id", "spend", "max_budget", "rpm_limit",
                                  "blocked", "expires"), f"{len(rows)} of {total} keys (page {args.page})")
         return 0
+    changes = {**_limit_fields(args), **_given(key_alias=args.alias, duration=args.duration)} \
+        if args.action == "update" else {}
+    if args.action == "update" and not changes and not args.team:
+        raise Usage("update: give what to change (--alias, --team, --models, --budget, --rpm, ...)")
     record = await ops.key(args.ref)
     alias = record.get("key_alias") or "no alias"
+    if args.action == "info":
+        print(json.dumps(record, indent=2))
+        return 0
+    if args.action == "update":
+        fields = {**changes, **({"team_id": await _team_id(ops, args.team)} if args.team else {}),
+                  "key": record["token"]}
+        _validate(schemas.UpdateKeyRequest, fields)
+        record = await ops.update_key(fields)
+        print(f"key {record['token']} ({record.get('key_alias') or 'no alias'}) updated")
+        return 0
     if args.action == "delete":
         deleted = await ops.delete_key(record["token"])
         print(f"deleted key {deleted[0] if deleted else record['token']} ({alias})")

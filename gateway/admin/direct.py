@@ -41,6 +41,10 @@ class Direct:
     async def key(self, ref: str) -> dict[str, Any]:
         return _json(service.key_info(await service.find_key(self.admin, ref, by_alias=True)))
 
+    async def update_key(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return _json(service.key_info(await service.update_key(self.admin,
+                                                               schemas.UpdateKeyRequest.model_validate(fields))))
+
     async def set_blocked(self, token: str, blocked: bool) -> dict[str, Any]:
         return _json(service.key_info(await service.set_key_blocked(self.admin, token, blocked)))
 

@@ -81,6 +81,9 @@ class Remote:
             raise Refused("No such key (give the key, its id or its alias).", status=404)
         return answer["keys"][0]
 
+    async def update_key(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", "/key/update", body=fields)
+
     async def set_blocked(self, token: str, blocked: bool) -> dict[str, Any]:
         return await self._call("POST", "/key/block" if blocked else "/key/unblock", body={"key": token})
 

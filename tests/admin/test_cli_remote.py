@@ -8,6 +8,7 @@ Without either, the CLI refuses to guess."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -93,6 +94,14 @@ def test_keys_made_over_the_admin_api_and_on_the_configs_database_both_authentic
     assert listed[0].returncode == listed[1].returncode == 0
     assert listed[0].stdout == listed[1].stdout and listed[0].stderr == listed[1].stderr
     assert "over-http" in listed[0].stdout and "on-the-db" in listed[0].stdout
+    updated = [setup.cli("keys", "update", "over-http", "--rpm", "70", "--url", setup.url, "--api-key", MASTER),
+               setup.cli("keys", "update", "on-the-db", "--tpm", "9000", "--config", "../conf/config.yaml")]
+    assert [u.returncode for u in updated] == [0, 0] and "updated" in updated[0].stdout, updated[0].stderr
+    for alias, field, value in (("over-http", "rpm_limit", 70), ("on-the-db", "tpm_limit", 9000)):
+        info = [setup.cli("keys", "info", alias, "--url", setup.url, "--api-key", MASTER),
+                setup.cli("keys", "info", alias, "--config", "../conf/config.yaml")]
+        assert info[0].returncode == info[1].returncode == 0 and info[0].stdout == info[1].stdout
+        assert json.loads(info[0].stdout)[field] == value
     for key in (remote, direct):
         answer = setup.decide(key)
         assert answer.status_code == 200, answer.text
@@ -113,6 +122,7 @@ def test_keys_made_over_the_admin_api_and_on_the_configs_database_both_authentic
 @pytest.mark.parametrize(("argv", "words"), [
     (["keys", "block", "0" * 64], "No such key"),
     (["keys", "unblock", "nobody"], "No such key"),
+    (["keys", "update", "0" * 64, "--rpm", "1"], "No such key"),
     (["keys", "create", "--models", "nowhere"], "models[0]: 'nowhere' is not a model of this gateway"),
     (["keys", "create", "--alias", "over-http-dup"], None),
 ])
@@ -179,3 +189,8 @@ def test_the_remote_mode_opens_no_database(tmp_path: Path, argv: list[str]):
 ])
 def test_a_relative_sqlite_path_is_beside_the_config(url: str, expected: str):
     assert sqlite_beside(url, Path("/cfg")) == expected
+
+
+def test_an_update_that_changes_nothing_is_a_usage_error(setup: Setup):
+    result = setup.cli("keys", "update", "0" * 64, "--url", setup.url, "--api-key", MASTER)
+    assert result.returncode == 2 and "give what to change" in result.stderr
