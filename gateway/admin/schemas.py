@@ -1,8 +1,9 @@
 """The admin API's request and response bodies (pydantic), with LiteLLM's field names.
 
 Every field is bounded: strings by length and alphabet, lists by count, numbers non-negative and
-finite, ``metadata`` by its JSON size. Unknown fields are refused by name, so a LiteLLM field this
-gateway does not act on (``user_id``, ``aliases``, ...) is never silently accepted.
+finite, ``metadata`` by its JSON size. Unknown fields are refused by name ("is not a recognised
+field"), and a LiteLLM key field this gateway does not act on (``user_id``, ``aliases``, ...:
+``UNSUPPORTED_KEY_FIELDS``) is refused naming it as not supported here, so none is silently accepted.
 A key appears in a response only as ``key`` of ``GenerateKeyResponse`` (creation and regeneration).
 """
 
@@ -12,7 +13,17 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from gateway.admin.body import readable
 from gateway.auth.durations import parse_duration
@@ -92,7 +103,61 @@ class LimitFields(Strict):
                           "(a key without its own takes its team's)")
 
 
-class KeyFields(LimitFields):
+# LiteLLM's GenerateKeyRequest / UpdateKeyRequest fields this gateway does not act on, and why. Each is
+# accepted only at LiteLLM's default (null, {}, [], false; key_type "default"), which a client may send
+# for a field it leaves alone; any other value is a 400 naming the field as not supported here.
+NO_USERS = "this gateway has no users yet; give the key a team_id"
+UNSUPPORTED_KEY_FIELDS: dict[str, str] = {
+    "user_id": NO_USERS, "agent_id": "this gateway has no agents",
+    "organization_id": "this gateway has no organizations", "project_id": "this gateway has no projects",
+    "soft_budget": "no soft-budget alerts are sent here; use max_budget",
+    "model_max_budget": "budgets are per key and per team here, not per model",
+    "budget_limits": "a key has one budget window here: max_budget with budget_duration",
+    "budget_fallbacks": "a key has one budget here", "budget_id": "budgets are set on the key here",
+    "end_user_budget_id": "this gateway has no end users",
+    "temp_budget_increase": "raise max_budget instead", "temp_budget_expiry": "raise max_budget instead",
+    "aliases": "model aliases are the config's router_settings.model_group_alias here",
+    "config": "a key carries no config here", "permissions": "a key's access is models and allowed_routes here",
+    "object_permission": "a key's access is models and allowed_routes here",
+    "allowed_cache_controls": "the cache is set per model group and per team here",
+    "model_rpm_limit": "rpm_limit is per key here, not per model",
+    "model_tpm_limit": "tpm_limit is per key here, not per model", "mcp_rpm_limit": "this gateway has no MCP",
+    "tag_rpm_limit": "rpm_limit is per key here, not per tag", "tpd_limit": "use tpm_limit or max_budget",
+    "rpm_limit_type": "rpm_limit is a plain limit here", "tpm_limit_type": "tpm_limit is a plain limit here",
+    "guardrails": "this gateway has no guardrails", "policies": "this gateway has no guardrail policies",
+    "disable_global_guardrails": "this gateway has no guardrails", "prompts": "this gateway has no prompts",
+    "default_estimated_output_tokens": "decision answers are priced from their own usage",
+    "default_estimated_output_tokens_per_model": "decision answers are priced from their own usage",
+    "enable_prompt_caching": "the cache is set per model group and per team here",
+    "throttle_on_budget_exceeded": "a key over its budget is refused here",
+    "enforced_params": "this gateway enforces no request parameters",
+    "denied_passthrough_routes": "grant pass-through routes with allowed_passthrough_routes",
+    "allowed_vector_store_indexes": "this gateway has no vector stores",
+    "router_settings": "routing is the config's router_settings here",
+    "access_group_ids": "this gateway has no access groups", "send_invite_email": "this gateway sends no email",
+    "key_type": "a key's routes are allowed_routes here", "auto_rotate": "rotate with /key/regenerate",
+    "rotation_interval": "rotate with /key/regenerate",
+}
+LITELLM_DEFAULTS: dict[str, Any] = {"key_type": "default"}
+CHOSEN_KEY = "the gateway makes every key, so that none is guessable or reused"
+
+
+def _refuse_unsupported(value: Any, info: ValidationInfo) -> Any:
+    name = info.field_name or ""
+    if value in (None, {}, [], False) or value == LITELLM_DEFAULTS.get(name):
+        return None
+    why = CHOSEN_KEY if name == "key" else UNSUPPORTED_KEY_FIELDS[name]
+    raise ValueError(f"is not supported here ({why}); leave it out")
+
+
+UnsupportedKeyFields: type[Strict] = create_model(  # type: ignore[call-overload]
+    "UnsupportedKeyFields", __base__=Strict,
+    __validators__={"refused": field_validator(*UNSUPPORTED_KEY_FIELDS, mode="before")(_refuse_unsupported)},
+    **{name: (Any, Field(None, description=f"Not supported here: {why}"))
+       for name, why in UNSUPPORTED_KEY_FIELDS.items()})
+
+
+class KeyFields(LimitFields, UnsupportedKeyFields):  # type: ignore[misc,valid-type]
     key_alias: Alias | None = None
     team_id: TeamId | None = None
     tags: Tags | None = None
@@ -100,6 +165,10 @@ class KeyFields(LimitFields):
 
 class GenerateKeyRequest(KeyFields):
     duration: DurationText | None = Field(None, description="Lifetime (e.g. 30d); never expires when null")
+    spend: Money | None = Field(None, description="Spend it starts with in its first budget period (default 0)")
+    key: Any = Field(None, description=f"Not supported here: {CHOSEN_KEY}")
+
+    _refused_key = field_validator("key", mode="before")(_refuse_unsupported)
 
 
 class UpdateKeyRequest(KeyFields):

@@ -146,7 +146,7 @@ async def create_key(admin: Admin, req: schemas.GenerateKeyRequest) -> tuple[str
     values = _key_columns(req, now, only_set=False)
     await _check_key_columns(admin, values)
     key = generate_key()
-    values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key), spend=0.0)
+    values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key), spend=req.spend or 0.0)
     record = await store.insert_key(admin.db, values)
     await admin.changed()
     return key, record
