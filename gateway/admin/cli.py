@@ -37,11 +37,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+from gateway.admin.cli_usage import Usage, is_key_or_id
 
 # Only argparse at import: ``--help`` and a usage error need nothing else. What an action needs (pydantic,
 # SQLAlchemy, the key store) is imported when it runs, never the web app, the backend or torch
@@ -56,10 +57,6 @@ if TYPE_CHECKING:
 URL_ENV, KEY_ENV = "DECISIONS_GATEWAY_URL", "DECISIONS_GATEWAY_API_KEY"
 LITELLM_URL_ENV, LITELLM_KEY_ENV = "LITELLM_PROXY_URL", "LITELLM_PROXY_API_KEY"  # LiteLLM's CLI's names
 MAX_TEAM_PAGES = 1000
-
-
-class Usage(Exception):
-    """A mistake in the command line or the config: exit status 2."""
 
 
 # ---- entry points -------------------------------------------------------------------------------
@@ -241,11 +238,6 @@ def _limit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--routes", help="comma-separated allowed_routes (default: every decision route)")
     parser.add_argument("--passthrough-routes", help="comma-separated allowed_passthrough_routes, e.g. /typesafe "
                                                      "(default: none; a key takes its team's)")
-
-
-def is_key_or_id(text: str) -> bool:
-    """A key (``sk-...``) or a key's id (64 hex digits; gateway.auth.keys, which opens no database here)."""
-    return text.startswith("sk-") or re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
 def _given(**fields: Any) -> dict[str, Any]:

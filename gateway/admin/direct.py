@@ -73,7 +73,7 @@ class Direct:
 
 @asynccontextmanager
 async def opened(config_path: str) -> AsyncIterator[Direct]:
-    from gateway.admin.cli import Usage
+    from gateway.admin.cli_usage import Usage
     from gateway.admin.service import Admin
     from gateway.auth.cache import KeyCache
     from gateway.auth.keys import SALT_ENV, SALT_FILE, KeyHasher, load_secret

@@ -5,17 +5,23 @@ same JSON-shaped answers, the admin API's), so ``gateway/admin/cli.py`` prints a
 The key is sent as ``Authorization: Bearer`` and never shown: a refusal is a ``Refused`` carrying
 the gateway's own message (``{"error": {"message": ...}}``) and status, a gateway that cannot be
 reached is one naming the URL and the network error.
+
+The standard library's urllib (in a thread) makes the calls: one request per command needs no client
+library, and the served package's run install then holds nothing the gateway itself does not use.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
 from datetime import date
 from types import TracebackType
 from typing import Any
 
-import httpx
-
-from gateway.admin.cli import is_key_or_id
+from gateway.admin.cli_usage import is_key_or_id
 
 TIMEOUT_S = 30.0
 
@@ -31,35 +37,50 @@ class Refused(Exception):
 class Remote:
     def __init__(self, url: str, api_key: str):
         self.url = url.rstrip("/")
-        self._client = httpx.AsyncClient(base_url=self.url, timeout=TIMEOUT_S, trust_env=False,
-                                         headers={"Authorization": f"Bearer {api_key}"})
+        self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json"}
+        # No proxy from the environment: the key goes to the gateway named, nowhere else.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     async def __aenter__(self) -> Remote:
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        await self._client.aclose()
+        return None
+
+    def _send(self, method: str, path: str, query: dict[str, Any], body: dict[str, Any] | None) -> tuple[int, bytes]:
+        url = self.url + path + ("?" + urllib.parse.urlencode(query) if query else "")
+        data = None if body is None else json.dumps(body).encode()
+        headers = dict(self._headers, **({"Content-Type": "application/json"} if data is not None else {}))
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with self._opener.open(request, timeout=TIMEOUT_S) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as answer:  # a 4xx or 5xx: its body carries the gateway's message
+            with answer:
+                return answer.code, answer.read()
 
     async def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                     body: dict[str, Any] | None = None) -> Any:
         query = {name: value for name, value in (params or {}).items() if value is not None}
         try:
-            response = await self._client.request(method, path, params=query, json=body)
-        except httpx.HTTPError as exc:  # refused, reset, timed out, a bad URL: never the key (it is a header)
-            raise Refused(f"cannot reach the gateway at {self.url}: {type(exc).__name__}"
-                          f"{': ' + str(exc).splitlines()[0][:200] if str(exc).strip() else ''}") from None
+            status, raw = await asyncio.to_thread(self._send, method, path, query, body)
+        except (OSError, ValueError) as exc:  # refused, reset, timed out, a bad URL: never the key (a header)
+            reason = getattr(exc, "reason", exc)
+            text = str(reason).strip()
+            raise Refused(f"cannot reach the gateway at {self.url}: {type(reason).__name__}"
+                          f"{': ' + text.splitlines()[0][:200] if text else ''}") from None
         try:
-            answer = response.json()
+            answer = json.loads(raw)
         except ValueError:
             answer = None
-        if response.is_success and answer is not None:
+        if 200 <= status < 300 and answer is not None:
             return answer
         message = answer.get("error", {}).get("message") if isinstance(answer, dict) else None
         if not isinstance(message, str):
-            message = response.text.strip().splitlines()[0][:200] if response.text.strip() else "no message"
-        raise Refused(f"the gateway answered {response.status_code} to {method} {path}: {message}",
-                      status=response.status_code)
+            text = raw.decode("utf-8", "replace").strip()
+            message = text.splitlines()[0][:200] if text else "no message"
+        raise Refused(f"the gateway answered {status} to {method} {path}: {message}", status=status)
 
     # ---- keys ---------------------------------------------------------------------------------------
 

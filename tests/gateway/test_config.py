@@ -66,7 +66,8 @@ def test_litellm_config_loads_with_env_values_and_settings(tmp_path):
     assert [d.model for d in jev] == ["jev-latest", "jev-1.14.0"]
     assert jev[0].api_base == "http://127.0.0.1:9/v1" and jev[0].rpm == 60
     assert jev[0].id and jev[0].id != jev[1].id
-    assert config.master_key == "sk-master" and config.database_url == "sqlite:///gateway.db"
+    # a relative SQLite path is the file beside the config file (README: database_url)
+    assert config.master_key == "sk-master" and config.database_url == f"sqlite:///{tmp_path / 'gateway.db'}"
     assert config.request_limits.max_questions == 64 and config.request_limits.openai_max_levels == 5
     assert config.litellm_settings == {"num_retries": 3, "drop_params": True, "set_verbose": False}
     assert config.router_settings["num_retries"] == 2
