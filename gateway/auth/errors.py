@@ -31,9 +31,14 @@ def unknown_key() -> AuthenticationError:
     return AuthenticationError("Invalid API key: it is unknown to this gateway, or was deleted or regenerated.")
 
 
-def model_not_allowed(model_group: str, allowed: list[str], team: str | None = None) -> PermissionDenied:
-    """``team`` (its alias or id) when it is the key's team whose models leave ``model_group`` out."""
+def model_not_allowed(model_group: str, allowed: list[str], team: str | None = None,
+                      user: str | None = None) -> PermissionDenied:
+    """``team`` (its alias or id) when it is the key's team whose models leave ``model_group`` out;
+    ``user`` (its id) when it is the key's user's."""
     listed = ", ".join(allowed[:20]) + (", ..." if len(allowed) > 20 else "")
+    if user is not None:
+        return PermissionDenied(f"This key's user '{user[:200]}' may not use model '{model_group}'; the user's "
+                                f"models: {listed or 'none'}.", code="model_not_allowed", loc=MODEL)
     if team is not None:
         return PermissionDenied(f"This key's team '{team[:200]}' may not use model '{model_group}'; the team's "
                                 f"models: {listed or 'none'}.", code="model_not_allowed", loc=MODEL)

@@ -40,6 +40,9 @@ def check_model_allowed(identity: Identity, model_group: str, requested: str | N
     if identity.models is None or names & identity.models:
         return
     shown = (requested or model_group)[:200]
+    user = identity.user_models
+    if user is not None and not names & user:
+        raise model_not_allowed(shown, sorted(user), user=identity.user_id or "")
     team = identity.team_models
     if team is not None and not names & team:
         raise model_not_allowed(shown, sorted(team), team=identity.team_alias or identity.team_id or "")
@@ -128,11 +131,13 @@ class Authenticator:
 
 
 def check_usable(identity: Identity, entry: Entry, now: datetime | None = None) -> None:
-    """403 when the key is blocked or expired, or its team is blocked or gone."""
-    key, team = entry
+    """403 when the key is blocked or expired, or its team is blocked or gone, or its user is gone."""
+    key, team, user = entry
     name = f"Key '{identity.key_alias}'" if identity.key_alias else "This key"
     if key.team_id is not None and team is None:
         raise PermissionDenied(f"{name} belongs to a team that no longer exists.", code="team_deleted")
+    if key.user_id is not None and user is None:
+        raise PermissionDenied(f"{name} belongs to a user that no longer exists.", code="user_deleted")
     if team is not None and team.blocked:
         raise PermissionDenied(f"{name} belongs to team '{team.team_alias or team.team_id}', which is blocked.",
                                code="team_blocked")

@@ -1,4 +1,4 @@
-"""Who a key is, as data: the key's and its team's records (what the store reads, without
+"""Who a key is, as data: the key's, its team's and its user's records (what the store reads, without
 SQLAlchemy), their limits and budget, and the ``Identity`` built from them. No I/O: the store
 (``store.py``) reads and writes these records, the authenticator (``identity.py``) resolves a key to
 an ``Identity`` through the store, and admission reads the limits.
@@ -51,6 +51,7 @@ class KeyRecord:
     key_alias: str | None = None
     key_prefix: str | None = None
     team_id: str | None = None
+    user_id: str | None = None
     models: tuple[str, ...] = ()
     limits: Limits = NO_LIMITS
     expires: datetime | None = None
@@ -78,6 +79,30 @@ class TeamRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Membership:
+    """One team a user belongs to, and the user's role in it (``admin`` or ``user``)."""
+
+    team_id: str
+    role: str = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    """What the store reads of one internal user (``users``) and the teams it belongs to."""
+
+    user_id: str
+    user_alias: str | None = None
+    user_email: str | None = None
+    user_role: str = "internal_user"  # proxy_admin | proxy_admin_viewer | internal_user | internal_user_viewer
+    models: tuple[str, ...] = ()
+    limits: Limits = NO_LIMITS
+    metadata: dict[str, Any] = field(default_factory=dict)
+    teams: tuple[Membership, ...] = ()
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Identity:
     """The resolved caller. ``models`` None means every model; an empty set means none."""
 
@@ -97,6 +122,11 @@ class Identity:
     is_master: bool = False
     team_metadata: Mapping[str, Any] = field(default_factory=dict)  # the team's (its ``cache`` switch)
     routes: RouteGrants = field(default_factory=RouteGrants)  # the routes it may call (routes.py)
+    user_id: str | None = None  # the key's internal user (None: a key of no user)
+    user_role: str | None = None  # the user's role (None without a user; the master key is proxy_admin)
+    user_limits: Limits | None = None
+    user_models: frozenset[str] | None = None  # the user's own restriction (None: none), to name it in a refusal
+    team_roles: Mapping[str, str] = field(default_factory=dict)  # team id -> the user's role in it
 
     @classmethod
     def master(cls, key_hash: str | None = None) -> Identity:
@@ -107,11 +137,15 @@ class Identity:
         return cls(key_hash=None, key_alias=None)
 
     @classmethod
-    def of(cls, key: KeyRecord, team: TeamRecord | None) -> Identity:
+    def of(cls, key: KeyRecord, team: TeamRecord | None, user: UserRecord | None = None) -> Identity:
+        models = allowed_models(key.models, team.models if team else ())
+        user_models = allowed_models((), user.models) if user else None
+        if user_models is not None:
+            models = user_models if models is None else models & user_models
         return cls(
             key_hash=key.token, key_alias=key.key_alias, key_prefix=key.key_prefix, team_id=key.team_id,
             team_alias=team.team_alias if team else None,
-            models=allowed_models(key.models, team.models if team else ()),
+            models=models,
             team_models=allowed_models((), team.models) if team else None,
             key_limits=key.limits, team_limits=team.limits if team else None,
             blocked=key.blocked or bool(team and team.blocked),
@@ -119,6 +153,9 @@ class Identity:
             metadata=dict(key.metadata), tags=key.tags, team_metadata=dict(team.metadata) if team else {},
             routes=RouteGrants.of(key.allowed_routes, key.allowed_passthrough_routes,
                                   team.allowed_routes if team else (), team.allowed_passthrough_routes if team else ()),
+            user_id=user.user_id if user else None, user_role=user.user_role if user else None,
+            user_limits=user.limits if user else None, user_models=user_models,
+            team_roles={m.team_id: m.role for m in user.teams} if user else {},
         )
 
     @property
@@ -137,4 +174,5 @@ def allowed_models(key_models: tuple[str, ...] | list[str], team_models: tuple[s
     return key_set if team_set is None else key_set & team_set
 
 
-Entry = tuple[KeyRecord, TeamRecord | None]  # a key's row and its team's (None: no team, or the team is gone)
+# A key's row, its team's (None: no team, or the team is gone) and its user's (None: no user, or gone).
+Entry = tuple[KeyRecord, TeamRecord | None, UserRecord | None]

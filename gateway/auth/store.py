@@ -17,17 +17,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from gateway.auth.durations import next_reset
-from gateway.auth.records import Entry, KeyRecord, Limits, TeamRecord
+from gateway.auth.records import Entry, KeyRecord, Limits, Membership, TeamRecord, UserRecord
 from gateway.db.engine import Database
-from gateway.db.models import Team, VerificationToken
+from gateway.db.models import Team, TeamMembership, User, VerificationToken
 from gateway.utc import utc
 from translators.errors import DecisionError
 
-Row = TypeVar("Row", VerificationToken, Team)
-Out = TypeVar("Out", KeyRecord, TeamRecord)
+Row = TypeVar("Row", VerificationToken, Team, User)
+Out = TypeVar("Out", KeyRecord, TeamRecord, UserRecord)
 
 KEY_COLUMNS = frozenset(c.key for c in sa.inspect(VerificationToken).column_attrs)
 TEAM_COLUMNS = frozenset(c.key for c in sa.inspect(Team).column_attrs)
+USER_COLUMNS = frozenset(c.key for c in sa.inspect(User).column_attrs)
 
 
 class Conflict(DecisionError):
@@ -36,7 +37,7 @@ class Conflict(DecisionError):
                          type="invalid_request_error", code="conflict")
 
 
-def _limits(row: VerificationToken | Team) -> Limits:
+def _limits(row: VerificationToken | Team | User) -> Limits:
     return Limits(rpm_limit=row.rpm_limit, tpm_limit=row.tpm_limit, max_parallel_requests=row.max_parallel_requests,
                   max_budget=row.max_budget, budget_duration=row.budget_duration,
                   budget_reset_at=row.budget_reset_at, spend=row.spend or 0.0)
@@ -44,7 +45,7 @@ def _limits(row: VerificationToken | Team) -> Limits:
 
 def key_record(row: VerificationToken) -> KeyRecord:
     return KeyRecord(token=row.token, key_alias=row.key_alias, key_prefix=row.key_prefix, team_id=row.team_id,
-                     models=tuple(row.models or ()), limits=_limits(row), expires=row.expires,
+                     user_id=row.user_id, models=tuple(row.models or ()), limits=_limits(row), expires=row.expires,
                      blocked=bool(row.blocked), metadata=_object(row.metadata_), tags=_texts(row.tags),
                      created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
 
@@ -53,6 +54,13 @@ def team_record(row: Team) -> TeamRecord:
     return TeamRecord(team_id=row.team_id, team_alias=row.team_alias, models=tuple(row.models or ()),
                       limits=_limits(row), blocked=bool(row.blocked), metadata=_object(row.metadata_),
                       created_at=row.created_at, updated_at=row.updated_at, **_routes(row))
+
+
+def user_record(row: User, teams: Sequence[Membership] = ()) -> UserRecord:
+    return UserRecord(user_id=row.user_id, user_alias=row.user_alias, user_email=row.user_email,
+                      user_role=row.user_role, models=tuple(row.models or ()), limits=_limits(row),
+                      metadata=_object(row.metadata_), teams=tuple(teams), created_at=row.created_at,
+                      updated_at=row.updated_at)
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -86,15 +94,22 @@ def _columns(values: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, An
 
 
 async def load_entry(db: Database, token: str) -> Entry | None:
-    """The key with this id and its team (None when it has none), in one query; None when unknown."""
-    query = (sa.select(VerificationToken, Team).outerjoin(Team, Team.team_id == VerificationToken.team_id)
-             .where(VerificationToken.token == token))
+    """The key with this id, its team and its user (each None when it has none) in one query, and the
+    user's team memberships in a second (only for a key of a user); None when unknown."""
+    query = (sa.select(VerificationToken, Team, User).outerjoin(Team, Team.team_id == VerificationToken.team_id)
+             .outerjoin(User, User.user_id == VerificationToken.user_id).where(VerificationToken.token == token))
     async with db.sessions() as session:
         row = (await session.execute(query)).first()
-    if row is None:
-        return None
-    key, team = row
-    return key_record(key), team_record(team) if team is not None else None
+        if row is None:
+            return None
+        key, team, user = row
+        teams: list[Membership] = []
+        if user is not None:
+            members = sa.select(TeamMembership.team_id, TeamMembership.role).where(
+                TeamMembership.user_id == user.user_id).order_by(TeamMembership.team_id)
+            teams = [Membership(team_id, role) for team_id, role in (await session.execute(members)).all()]
+    return (key_record(key), team_record(team) if team is not None else None,
+            user_record(user, teams) if user is not None else None)
 
 
 async def get_key(db: Database, *, token: str | None = None, alias: str | None = None) -> KeyRecord | None:
@@ -133,11 +148,18 @@ async def delete_keys(db: Database, tokens: Sequence[str] = (), aliases: Sequenc
 
 
 async def list_keys(db: Database, *, page: int, size: int, team_id: str | None = None,
-                    key_alias: str | None = None) -> tuple[list[KeyRecord], int]:
-    """One page (from 1) of keys, newest first, and how many match in all."""
-    where = []
+                    key_alias: str | None = None, user_id: str | None = None,
+                    team_ids: Sequence[str] | None = None) -> tuple[list[KeyRecord], int]:
+    """One page (from 1) of keys, newest first, and how many match in all. ``team_ids`` (None: any)
+    bounds them to those teams' keys, or (with ``user_id``) to those teams' keys and the user's own."""
+    where: list[Any] = []
     if team_id is not None:
         where.append(VerificationToken.team_id == team_id)
+    if team_ids is not None:
+        within = VerificationToken.team_id.in_(list(team_ids))
+        where.append(sa.or_(within, VerificationToken.user_id == user_id) if user_id is not None else within)
+    elif user_id is not None:
+        where.append(VerificationToken.user_id == user_id)
     if key_alias is not None:
         where.append(VerificationToken.key_alias == key_alias)
     query = (sa.select(VerificationToken).where(*where)
@@ -176,12 +198,13 @@ async def update_team(db: Database, team_id: str, values: Mapping[str, Any]) -> 
 
 
 async def delete_teams(db: Database, team_ids: Sequence[str]) -> tuple[list[str], int]:
-    """Delete these teams and their keys, in one transaction: (the team ids deleted, keys deleted)."""
+    """Delete these teams, their keys and memberships, in one transaction: (the team ids deleted, keys deleted)."""
     ids = list(team_ids)
     async with db.sessions() as session:
         keys = await session.execute(sa.delete(VerificationToken).where(VerificationToken.team_id.in_(ids))
                                      .returning(VerificationToken.token))
         key_count = len(keys.all())
+        await session.execute(sa.delete(TeamMembership).where(TeamMembership.team_id.in_(ids)))
         teams = await session.execute(sa.delete(Team).where(Team.team_id.in_(ids)).returning(Team.team_id))
         deleted = [team_id for (team_id,) in teams.all()]
         await session.commit()
@@ -230,26 +253,25 @@ async def search_teams(db: Database, *, page: int, size: int, team_ids: Sequence
 
 
 async def reset_budgets(db: Database, now: datetime | None = None) -> int:
-    """Zero the spend of every key and team whose ``budget_reset_at`` has passed and set its next reset;
+    """Zero the spend of every key, team and user whose ``budget_reset_at`` has passed and set its next reset;
     how many rows were reset. Safe to run from several processes (each row is locked while reset)."""
     now = now or datetime.now(UTC)
     async with db.sessions() as session:
-        keys = await _due(session, VerificationToken, now, _lock(db))
-        teams = await _due(session, Team, now, _lock(db))
-        for row in keys:
+        due: list[VerificationToken | Team | User] = [
+            *await _due(session, VerificationToken, now, _lock(db)), *await _due(session, Team, now, _lock(db)),
+            *await _due(session, User, now, _lock(db))]
+        for row in due:
             _reset(row, now)
-        for team in teams:
-            _reset(team, now)
         await session.commit()
-    return len(keys) + len(teams)
+    return len(due)
 
 
 async def next_budget_reset(db: Database) -> datetime | None:
-    """The earliest ``budget_reset_at`` of any key or team (None when none has one), so that the
+    """The earliest ``budget_reset_at`` of any key, team or user (None when none has one), so that the
     reset job can run when that period ends."""
     async with db.sessions() as session:
         found = [await session.scalar(sa.select(sa.func.min(model.budget_reset_at)))
-                 for model in (VerificationToken, Team)]
+                 for model in (VerificationToken, Team, User)]
     times = [utc(when) for when in found if when is not None]
     return min(times) if times else None
 
@@ -261,7 +283,7 @@ async def _due(session: AsyncSession, model: type[Row], now: datetime, lock: boo
     return (await session.execute(query)).scalars().all()
 
 
-def _reset(row: VerificationToken | Team, now: datetime) -> None:
+def _reset(row: VerificationToken | Team | User, now: datetime) -> None:
     row.spend = 0.0
     try:
         row.budget_reset_at = next_reset(row.budget_duration, now) if row.budget_duration else None

@@ -1,11 +1,16 @@
 """The tables, with LiteLLM's column names where LiteLLM has the column.
 
 - ``teams`` (``LiteLLM_TeamTable``): primary key ``team_id`` (uuid text).
+- ``users`` (``LiteLLM_UserTable``): primary key ``user_id``; ``user_role`` one of LiteLLM's roles
+  (``proxy_admin``, ``proxy_admin_viewer``, ``internal_user``, ``internal_user_viewer``).
+- ``team_memberships`` (``LiteLLM_TeamMembership``, with the role LiteLLM keeps in the team's
+  ``members_with_roles``): primary key (``team_id``, ``user_id``), ``role`` ``admin`` or ``user``.
 - ``verification_tokens`` (``LiteLLM_VerificationToken``): primary key ``token``, the keyed hash of the
-  key in hex (never the key itself); ``team_id`` references ``teams``.
-- ``spend_logs`` (``LiteLLM_SpendLogs``): primary key ``request_id``, so a replayed row is not written twice.
+  key in hex (never the key itself); ``team_id`` references ``teams``, ``user_id`` references ``users``.
+- ``spend_logs`` (``LiteLLM_SpendLogs``): primary key ``request_id``, so a replayed row is not written twice;
+  ``user`` is the key's user (LiteLLM's column name).
 - ``daily_spend`` (LiteLLM's ``LiteLLM_Daily*Spend``): primary key (``date``, ``api_key``, ``team_id``,
-  ``model_group``, ``model``).
+  ``user_id``, ``model_group``, ``model``).
 
 Python attribute names are the column names, except ``metadata`` (a name SQLAlchemy's declarative base
 keeps for itself): the attribute is ``metadata_``, the column ``metadata``. ``daily_spend`` keys use
@@ -98,12 +103,61 @@ class Team(Base):
         UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())
 
 
+def new_user_id() -> str:
+    return str(uuid.uuid4())
+
+
+class User(Base):
+    """``LiteLLM_UserTable``: an internal user, with a role, models, a budget and limits like a key's;
+    the user's keys point at it."""
+
+    __tablename__ = "users"
+    __table_args__ = (sa.CheckConstraint(sa.text("user_role IN ('proxy_admin', 'proxy_admin_viewer', "
+                                                 "'internal_user', 'internal_user_viewer')"), name="user_role"),)
+
+    user_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True, default=new_user_id)
+    user_alias: Mapped[str | None] = mapped_column(sa.String(255))
+    user_email: Mapped[str | None] = mapped_column(sa.String(320), unique=True)
+    user_role: Mapped[str] = mapped_column(sa.String(32), default="internal_user",
+                                           server_default=sa.text("'internal_user'"))
+    models: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
+    max_budget: Mapped[float | None] = mapped_column(sa.Double())
+    budget_duration: Mapped[str | None] = mapped_column(sa.String(32))
+    budget_reset_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
+    rpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    tpm_limit: Mapped[int | None] = mapped_column(sa.BigInteger())
+    max_parallel_requests: Mapped[int | None] = mapped_column(sa.Integer())
+    metadata_: Mapped[dict[str, Any]] = mapped_column(
+        "metadata", JSONType, default=dict, server_default=sa.text("'{}'"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        UTCDateTime(), default=utcnow, onupdate=utcnow, server_default=sa.func.now())
+
+
+class TeamMembership(Base):
+    """A user's membership of a team and role in it (LiteLLM's ``members_with_roles``): a team ``admin``
+    manages the team's keys and reads its spend; a ``user`` is a member only."""
+
+    __tablename__ = "team_memberships"
+    __table_args__ = (sa.Index("ix_team_memberships_user_id", "user_id"),
+                      sa.CheckConstraint(sa.text("role IN ('admin', 'user')"), name="role"))
+
+    team_id: Mapped[str] = mapped_column(sa.String(64), sa.ForeignKey("teams.team_id", ondelete="CASCADE"),
+                                         primary_key=True)
+    user_id: Mapped[str] = mapped_column(sa.String(255), sa.ForeignKey("users.user_id", ondelete="CASCADE"),
+                                         primary_key=True)
+    role: Mapped[str] = mapped_column(sa.String(16), default="user", server_default=sa.text("'user'"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
+
+
 class VerificationToken(Base):
     """``LiteLLM_VerificationToken``: one virtual key, stored as its keyed hash (``token``), never in clear."""
 
     __tablename__ = "verification_tokens"
     __table_args__ = (
         sa.Index("ix_verification_tokens_team_id", "team_id"),
+        sa.Index("ix_verification_tokens_user_id", "user_id"),
         sa.Index("ix_verification_tokens_budget_reset_at_expires", "budget_reset_at", "expires"),
     )
 
@@ -111,6 +165,7 @@ class VerificationToken(Base):
     key_alias: Mapped[str | None] = mapped_column(sa.String(255), unique=True)
     key_prefix: Mapped[str | None] = mapped_column(sa.String(32))  # the first characters, shown in lists: "sk-abc…"
     team_id: Mapped[str | None] = mapped_column(sa.String(64), sa.ForeignKey("teams.team_id"))
+    user_id: Mapped[str | None] = mapped_column(sa.String(255), sa.ForeignKey("users.user_id"))
     models: Mapped[list[str]] = mapped_column(JSONType, default=list, server_default=sa.text("'[]'"))
     max_budget: Mapped[float | None] = mapped_column(sa.Double())
     budget_duration: Mapped[str | None] = mapped_column(sa.String(32))
@@ -145,6 +200,7 @@ class SpendLog(Base):
         sa.Index("ix_spend_logs_startTime", "startTime"),
         sa.Index("ix_spend_logs_api_key_startTime", "api_key", "startTime"),
         sa.Index("ix_spend_logs_team_id", "team_id"),
+        sa.Index("ix_spend_logs_user", "user"),
         sa.Index("ix_spend_logs_model_group", "model_group"),
     )
 
@@ -152,6 +208,7 @@ class SpendLog(Base):
     api_key: Mapped[str] = mapped_column(sa.String(128), default="", server_default=sa.text("''"))
     key_alias: Mapped[str | None] = mapped_column(sa.String(255))
     team_id: Mapped[str | None] = mapped_column(sa.String(64))
+    user: Mapped[str | None] = mapped_column(sa.String(255))  # the key's user_id (LiteLLM's column name)
     model_group: Mapped[str | None] = mapped_column(sa.String(255))
     model: Mapped[str | None] = mapped_column(sa.String(255))  # the deployment's provider/model
     model_id: Mapped[str | None] = mapped_column(sa.String(255))
@@ -184,11 +241,13 @@ class DailySpend(Base):
     __table_args__ = (
         sa.Index("ix_daily_spend_team_id_date", "team_id", "date"),
         sa.Index("ix_daily_spend_api_key_date", "api_key", "date"),
+        sa.Index("ix_daily_spend_user_id_date", "user_id", "date"),
     )
 
     date: Mapped[dt.date] = mapped_column(sa.Date(), primary_key=True)
     api_key: Mapped[str] = mapped_column(sa.String(128), primary_key=True)
     team_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True, server_default=sa.text("''"))
     model_group: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
     model: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
     spend: Mapped[float] = mapped_column(sa.Double(), default=0.0, server_default=sa.text("0"))
@@ -202,6 +261,8 @@ class DailySpend(Base):
 
 
 teams = Team.__table__
+users = User.__table__
+team_memberships = TeamMembership.__table__
 verification_tokens = VerificationToken.__table__
 spend_logs = SpendLog.__table__
 daily_spend = DailySpend.__table__

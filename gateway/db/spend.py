@@ -26,14 +26,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.engine import Database
-from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs, teams, verification_tokens
+from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs, teams, users, verification_tokens
 from gateway.utc import utc
 
 INT_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "total_tokens", "retries", "fallbacks",
                "cache_hits", "cache_misses")
 FLOAT_COLUMNS = ("spend", "cost_saved")
 TIME_COLUMNS = ("startTime", "endTime")
-ROLLUP_KEY = ("date", "api_key", "team_id", "model_group", "model")
+ROLLUP_KEY = ("date", "api_key", "team_id", "user_id", "model_group", "model")
 ROLLUP_SUMS = ("spend", "requests", "failed_requests", "prompt_tokens", "completion_tokens", "cached_tokens",
                "cache_hits", "cache_misses")
 _LENGTHS = {c.name: c.type.length for c in spend_logs.columns
@@ -111,7 +111,8 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
             for totals in _shaped(rollup(new)):
                 await conn.execute(upsert, totals)
             for table, column, amounts in ((verification_tokens, "token", _spent_by(new, "api_key")),
-                                           (teams, "team_id", _spent_by(new, "team_id"))):
+                                           (teams, "team_id", _spent_by(new, "team_id")),
+                                           (users, "user_id", _spent_by(new, "user"))):
                 if amounts:
                     await conn.execute(_add_spend(table, column), amounts)
     return len(inserted)
@@ -126,7 +127,7 @@ def _new_rows_insert(dialect: str) -> Any:
 
 
 def _spent_by(rows: Sequence[Mapping[str, Any]], field: str) -> list[dict[str, Any]]:
-    """The rows' spend summed per key hash or team id (in key order), for the keys' and teams' ``spend``:
+    """The rows' spend summed per key hash, team id or user id (in key order), for their ``spend``:
     the database spend that auth reads and admission seeds a budget counter with."""
     sums: dict[str, float] = {}
     for row in rows:
@@ -158,11 +159,11 @@ def _shaped(items: list[Any]) -> Iterator[list[Any]]:
 
 
 def rollup(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows summed per (UTC date of startTime, api_key, team_id, model_group, model), in key order."""
+    """The rows summed per (UTC date of startTime, api_key, team_id, user, model_group, model), in key order."""
     sums: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in rows:
         key = (as_utc(row["startTime"]).date(), row.get("api_key") or "", row.get("team_id") or "",
-               row.get("model_group") or "", row.get("model") or "")
+               row.get("user") or "", row.get("model_group") or "", row.get("model") or "")
         entry = sums.get(key)
         if entry is None:
             entry = sums[key] = dict(zip(ROLLUP_KEY, key), **{name: 0 for name in ROLLUP_SUMS})

@@ -145,6 +145,7 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
         "api_key": getattr(identity, "key_hash", None) or "",
         "key_alias": alias,
         "team_id": getattr(identity, "team_id", None),
+        "user": getattr(identity, "user_id", None),
         "model_group": ctx.model_group,
         "model": f"{dep.provider}/{dep.model}" if dep is not None else None,
         "model_id": dep.id if dep is not None and dep.id else None,

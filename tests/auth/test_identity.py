@@ -34,7 +34,7 @@ class Table:
 
     def add(self, key: str, team: TeamRecord | None = None, **fields: object) -> KeyRecord:
         record = KeyRecord(token=HASHER.hash(key), team_id=team.team_id if team else None, **fields)  # type: ignore[arg-type]
-        self.rows[record.token] = (record, team)
+        self.rows[record.token] = (record, team, None)
         return record
 
 
@@ -118,7 +118,7 @@ async def test_blocked_expired_and_team_blocked_are_403(auth: Authenticator, tab
 
 async def test_a_key_whose_team_is_gone_is_403(auth: Authenticator, table: Table):
     key = generate_key()
-    table.rows[HASHER.hash(key)] = (KeyRecord(token=HASHER.hash(key), team_id="gone"), None)
+    table.rows[HASHER.hash(key)] = (KeyRecord(token=HASHER.hash(key), team_id="gone"), None, None)
     with pytest.raises(PermissionDenied, match="no longer exists"):
         await auth.resolve(key)
 
@@ -148,7 +148,7 @@ async def test_lookups_are_cached_and_a_change_is_seen_at_once_here(auth: Authen
     await auth.resolve(key)
     await auth.resolve(key)
     assert table.calls == 1
-    table.rows[record.token] = (KeyRecord(token=record.token, blocked=True), None)
+    table.rows[record.token] = (KeyRecord(token=record.token, blocked=True), None, None)
     await auth.changed()
     with pytest.raises(PermissionDenied):
         await auth.resolve(key)
