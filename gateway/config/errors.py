@@ -66,7 +66,7 @@ def unknown_keys(section: Iterable[object], known: Iterable[str], where: str) ->
             continue
         name = str(key)
         shown = name if len(name) <= 80 else name[:80] + "..."
-        close = _closest(name, known)
+        close = closest(name, known)
         if close:
             hint = "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
         elif len(known) <= MAX_LISTED_KEYS:
@@ -77,7 +77,7 @@ def unknown_keys(section: Iterable[object], known: Iterable[str], where: str) ->
     return out
 
 
-def _closest(name: str, known: list[str]) -> list[str]:
+def closest(name: str, known: list[str]) -> list[str]:
     """The known keys closest to ``name`` (difflib's ratio of at least 0.6), only those about as close as the
     best: ``api_kye`` -> ``api_key``, not ``api_base`` too."""
     scored = []

@@ -4,7 +4,7 @@
     GET /health/readiness    open; the details only for the master key (gateway/health/readiness.py)
     GET /health/providers    (and LiteLLM's /health) the master key when one is set; ?probe=true
                              also calls every deployment, billed (gateway/health/providers.py);
-                             ?model=<group> narrows both to one model group
+                             ?model=<group> (or a model_group_alias of it) narrows both to one model group
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ async def providers(request: Request) -> JSONResponse:
             raise PermissionDenied("Only the master key may read the deployments' health.", code="admin_only")
         probe = flag(request.query_params.get("probe"), "probe")
         group = request.query_params.get("model")
+        if group is not None:
+            group = state.registry.resolve(group)  # a model_group_alias reports its group
         if group is not None and group not in state.registry:
             raise RequestInvalid(f"model: unknown model group '{group[:100]}'; the configured models are "
                                  f"{state.registry.listing}.", ("model",), code="model_not_found")

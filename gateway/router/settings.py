@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.config.errors import ConfigError, closest
 from gateway.config.registry import model_group_aliases
 
 STRATEGIES = ("simple-shuffle", "least-busy", "latency-based-routing", "usage-based-routing",
@@ -84,15 +85,8 @@ def router_settings(router: Mapping[str, Any], litellm: Mapping[str, Any],
                 **_fallback_map(merged.get("content_policy_fallbacks"), "content_policy_fallbacks"),
                 **_fallback_map(merged.get("capacity_fallbacks"), "capacity_fallbacks")}
     defaults = tuple(_names(merged.get("default_fallbacks"), "default_fallbacks"))
-    for where, targets in (("fallbacks", fallbacks), ("capacity fallbacks", capacity)):
-        for source, names in targets.items():
-            for name in (source, *names):
-                if name not in groups:
-                    raise ValueError(f"router_settings.{where}: '{name}' is not a model_name in model_list")
-    for name in defaults:
-        if name not in groups:
-            raise ValueError(f"router_settings.default_fallbacks: '{name}' is not a model_name in model_list")
-    model_group_aliases(router.get("model_group_alias"), groups)  # the registry resolves them (config/registry.py)
+    aliases = model_group_aliases(router.get("model_group_alias"), groups)  # the registry resolves them too
+    fallbacks, capacity, defaults = _named_groups(fallbacks, capacity, defaults, groups, aliases)
     policies = {}
     for name, deps in groups.items():
         values = dict(base)
@@ -107,6 +101,37 @@ def router_settings(router: Mapping[str, Any], litellm: Mapping[str, Any],
     max_fallbacks = _int(merged.get("max_fallbacks", DEFAULT_MAX_FALLBACKS), "router_settings.max_fallbacks", 0)
     return RouterSettings(groups=policies, max_fallbacks=max_fallbacks,
                           disable_cooldowns=bool(merged.get("disable_cooldowns", False)))
+
+
+def _named_groups(fallbacks: dict[str, list[str]], capacity: dict[str, list[str]], defaults: tuple[str, ...],
+                  groups: Mapping[str, Sequence[Any]], aliases: Mapping[str, Any],
+                  ) -> tuple[dict[str, list[str]], dict[str, list[str]], tuple[str, ...]]:
+    """The fallback settings with each ``model_group_alias`` written as its group; every name that is
+    neither a group nor an alias is reported, all of them at once (a ``ConfigError``), with the closest
+    configured names."""
+    known = sorted({*groups, *aliases})
+    problems: list[str] = []
+
+    def group_of(name: str, where: str) -> str:
+        if name in groups:
+            return name
+        if name in aliases:
+            return str(aliases[name].target)
+        close = closest(name, known)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        problem = f"router_settings.{where}: '{name}' is not a model_name in model_list{hint}"
+        if problem not in problems:
+            problems.append(problem)
+        return name
+
+    def resolved(mapping: dict[str, list[str]], where: str) -> dict[str, list[str]]:
+        return {group_of(source, where): [group_of(n, where) for n in names] for source, names in mapping.items()}
+
+    out = resolved(fallbacks, "fallbacks"), resolved(capacity, "capacity fallbacks")
+    named_defaults = tuple(group_of(name, "default_fallbacks") for name in defaults)
+    if problems:
+        raise ConfigError(problems)
+    return out[0], out[1], named_defaults
 
 
 def router_settings_of(config) -> RouterSettings:

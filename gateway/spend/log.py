@@ -138,6 +138,8 @@ def spend_row(ctx: RequestContext, store_content: str = "none") -> dict[str, Any
     if isinstance(requested, str):
         # not a group, so kept out of the roll-ups; a lone surrogate (JSON allows one) made storable
         metadata["requested_model"] = requested[:MAX_REQUESTED_MODEL_CHARS].encode("utf-8", "replace").decode()
+    if ctx.model_group is not None and ctx.model_requested not in (None, ctx.model_group):
+        metadata["model_group_alias"] = ctx.model_requested  # asked for by its alias; rolled up as the group
     cancelled = ctx.status == 0 and err is None
     alias = MASTER_KEY_ALIAS if getattr(identity, "is_master", False) else getattr(identity, "key_alias", None)
     row: dict[str, Any] = {

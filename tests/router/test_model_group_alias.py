@@ -168,3 +168,67 @@ def test_an_unusable_alias_fails_the_start_naming_it(aliases, named, rule):
     with pytest.raises(ConfigError) as failed:
         build_config(config, {}, source="<test>")
     assert f"router_settings.{named}" in str(failed.value) and rule in str(failed.value)
+
+
+def test_a_spend_row_names_the_alias_it_was_asked_by(gateway):
+    from tests.shared_state.conftest import wait_for
+
+    answered = ask(gateway, MASTER, "fast")
+    assert answered.status_code == 200, answered.text
+    request_id = answered.headers["x-request-id"]
+    headers = {"Authorization": f"Bearer {MASTER}"}
+
+    def row() -> dict | None:
+        found = httpx.get(gateway.url + "/spend/logs", params={"request_id": request_id}, headers=headers,
+                          timeout=10).json()
+        return found[0] if found else None
+
+    wait_for(lambda: row() is not None, 20, lambda: f"no spend row for {request_id}")
+    logged = row()
+    assert logged is not None and logged["model_group"] == "jev"  # rolled up as the group it answered as
+    assert logged["metadata"]["model_group_alias"] == "fast"
+    by_group = ask(gateway, MASTER, "jev")
+    group_id = by_group.headers["x-request-id"]
+    wait_for(lambda: httpx.get(gateway.url + "/spend/logs", params={"request_id": group_id}, headers=headers,
+                               timeout=10).json() != [], 20, lambda: f"no spend row for {group_id}")
+    plain = httpx.get(gateway.url + "/spend/logs", params={"request_id": group_id}, headers=headers,
+                      timeout=10).json()[0]
+    assert "model_group_alias" not in plain["metadata"]
+
+
+def test_health_narrowed_by_an_alias_reports_its_group(gateway):
+    headers = {"Authorization": f"Bearer {MASTER}"}
+    for alias, group in (("fast", "jev"), ("decider", "jev"), ("gpt-4", "luna")):
+        report = httpx.get(gateway.url + "/health", params={"model": alias}, headers=headers, timeout=10)
+        assert report.status_code == 200, report.text
+        assert [entry["model_group"] for entry in report.json()["deployments"]] == [group], alias
+    unknown = httpx.get(gateway.url + "/health", params={"model": "gpt-5"}, headers=headers, timeout=10)
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "model"
+
+
+def _two_groups(router_settings: dict) -> dict:
+    return {"model_list": [{"model_name": "jev", "litellm_params": {"model": "typesafe/jev-latest", "api_key": TS_KEY}},
+                           {"model_name": "luna", "litellm_params": {"model": "openai/gpt-6-luna",
+                                                                     "api_key": OPENAI_KEY}}],
+            "router_settings": router_settings}
+
+
+def test_fallbacks_may_name_an_alias_and_mean_its_group():
+    from gateway.router.settings import router_settings_of
+
+    config = build_config(_two_groups({"model_group_alias": {"gpt-4": "luna", "fast": "jev"},
+                                       "fallbacks": [{"fast": ["gpt-4"]}], "default_fallbacks": ["gpt-4"]}),
+                          {}, source="<test>")
+    settings = router_settings_of(config)
+    assert settings.policy("jev").fallbacks == ("luna",)  # "fast" is jev, "gpt-4" is luna
+    assert settings.policy("luna").fallbacks == ()  # the default fallback is luna itself: left out
+
+
+def test_every_unknown_fallback_name_is_reported_at_once():
+    with pytest.raises(ConfigError) as failed:
+        build_config(_two_groups({"fallbacks": [{"jev": ["lunna", "nowhere"]}], "default_fallbacks": ["jevv"]}),
+                     {}, source="<test>")
+    problems = failed.value.problems
+    assert "router_settings.fallbacks: 'lunna' is not a model_name in model_list; did you mean 'luna'?" in problems
+    assert any("'nowhere' is not a model_name" in p for p in problems)
+    assert any(p.startswith("router_settings.default_fallbacks: 'jevv'") and "'jev'" in p for p in problems)
