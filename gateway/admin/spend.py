@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Query, Response
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from gateway.admin import schemas
 from gateway.admin.common import AdminRoute, MasterAdmin, pages
@@ -52,6 +53,15 @@ class SpendLogRow(BaseModel):
     status: int | None = None
 
 
+# Up to MAX_LIST_ROWS rows: validated and written as JSON bytes in one pydantic-core call each, and sent as
+# they are (FastAPI's own validation and encoding of as many dicts cost several times the query).
+LOG_ROWS = TypeAdapter(list[SpendLogRow])
+
+
+def _json(body: bytes, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, media_type="application/json", headers=headers)
+
+
 class SpendLogsResponse(BaseModel):
     data: list[SpendLogRow]
     total: int
@@ -85,8 +95,9 @@ def _as_date(value: dt.date | dt.datetime) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
 
 
-@router.get("/spend/logs", summary="LiteLLM's /spend/logs: the rows, newest first, or a summary per day")
-async def spend_logs_list(admin: MasterAdmin, response: Response,
+@router.get("/spend/logs", summary="LiteLLM's /spend/logs: the rows, newest first, or a summary per day",
+            response_model=list[dict[str, Any]])
+async def spend_logs_list(admin: MasterAdmin,
                           api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
                           user_id: Annotated[str | None, Query(description="Not supported here: no users")] = None,
                           request_id: Annotated[RequestId | None, Query()] = None,
@@ -100,7 +111,7 @@ async def spend_logs_list(admin: MasterAdmin, response: Response,
                                               ] = None,
                           summarize: Annotated[bool, Query(description="With start_date and end_date: one entry "
                                                            "a day (spend, per key, per model)")] = True,
-                          ) -> list[dict[str, Any]]:
+                          ) -> Response:
     if user_id is not None:
         raise RequestInvalid("user_id: is not supported here (this gateway has no users); filter by api_key.",
                              ("user_id",), code="unsupported_parameter")
@@ -112,14 +123,13 @@ async def spend_logs_list(admin: MasterAdmin, response: Response,
         if named is not None:
             raise RequestInvalid(f"{named}: filters rows, not LiteLLM's daily summary; pass summarize=false.",
                                  (named,), code="invalid_value")
-        return await _summary(admin, token, request_id, start_date, end_date)
+        return _json(orjson.dumps(await _summary(admin, token, request_id, start_date, end_date)))
     rows, total = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start_date,
                                            end_date=end_date, page_size=queries.MAX_LIST_ROWS,
                                            cap=queries.MAX_LIST_ROWS, key_alias=key_alias, team_id=team_id,
                                            model=model)
-    if total > len(rows):
-        response.headers["x-litellm-spend-logs-truncated"] = "true"
-    return [SpendLogRow(**row).model_dump(mode="json") for row in rows]
+    headers = {"x-litellm-spend-logs-truncated": "true"} if total > len(rows) else None
+    return _json(LOG_ROWS.dump_json(LOG_ROWS.validate_python(rows)), headers=headers)
 
 
 async def _summary(admin: Admin, token: str | None, request_id: str | None, start: dt.date | dt.datetime,

@@ -119,13 +119,15 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
     end = _moment(end_date, "end_date", end=True)
     if end is not None:
         where.append(c.startTime <= end[0] if end[1] else c.startTime < end[0])
+    offset = (page - 1) * page_size
     rows_q = (sa.select(spend_logs_table).where(*where).order_by(c.startTime.desc(), c.request_id.desc())
-              .limit(page_size).offset((page - 1) * page_size))
+              .limit(page_size).offset(offset))
     count_q = sa.select(sa.func.count()).select_from(spend_logs_table).where(*where)
     async with db.engine.connect() as conn:
-        total = int((await conn.execute(count_q)).scalar_one())
-        rows = [_log_row(r) for r in (await conn.execute(rows_q)).all()] if total else []
-    return rows, total
+        rows = [_log_row(r) for r in (await conn.execute(rows_q)).all()]
+        if 0 < len(rows) < page_size or (page == 1 and not rows):  # the last page: no count over every match
+            return rows, offset + len(rows)
+        return rows, int((await conn.execute(count_q)).scalar_one())
 
 
 async def daily_key_model_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
