@@ -3,12 +3,25 @@
 
 const KEY = "decisions-gateway.key";
 const ROLE = "decisions-gateway.role";
+const CALLER = "decisions-gateway.caller";
 
+/**
+ * The key the tab signed in with, its kind ("master", "user": a key of a user, "virtual": a key of no
+ * user, "open": a gateway without a master key) and, for the first two, who the gateway says it is
+ * (GET /user/info's "caller", with the user's teams): what the pages show and offer.
+ */
 export const session = {
   get key() { return sessionStorage.getItem(KEY); },
   get role() { return sessionStorage.getItem(ROLE); },
-  save(key, role) { sessionStorage.setItem(KEY, key); sessionStorage.setItem(ROLE, role); },
-  clear() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(ROLE); },
+  get caller() {
+    try { return JSON.parse(sessionStorage.getItem(CALLER) || "null"); } catch { return null; }
+  },
+  save(key, role, caller = null) {
+    sessionStorage.setItem(KEY, key);
+    sessionStorage.setItem(ROLE, role);
+    sessionStorage.setItem(CALLER, JSON.stringify(caller));
+  },
+  clear() { for (const name of [KEY, ROLE, CALLER]) sessionStorage.removeItem(name); },
 };
 
 /** The sentence the server sent, from any of its envelopes (OpenAI's, System One's, FastAPI's). */

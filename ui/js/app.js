@@ -3,16 +3,18 @@
 
 import { call, errorMessage, onUnauthorized, session } from "./api.js";
 import { button, clear, field, h } from "./dom.js";
+import { rights, whoText } from "./roles.js";
 
+// Which pages a signed-in key sees: shows(rights) (roles.js), from who the gateway says it is.
 const PAGES = {
-  playground: { title: "Playground", module: "./playground.js", roles: ["master", "virtual", "open"] },
-  usage: { title: "My usage", module: "./usage.js", roles: ["virtual"] },
-  keys: { title: "Keys", module: "./keys.js", roles: ["master"] },
-  teams: { title: "Teams", module: "./teams.js", roles: ["master"] },
-  spend: { title: "Spend", module: "./spend.js", roles: ["master"] },
-  models: { title: "Models", module: "./models.js", roles: ["master"] },
+  playground: { title: "Playground", module: "./playground.js", shows: () => true },
+  usage: { title: "My usage", module: "./usage.js", shows: (r) => r.kind === "virtual" || r.kind === "user" },
+  keys: { title: "Keys", module: "./keys.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.keysPage) },
+  teams: { title: "Teams", module: "./teams.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.teamsPage) },
+  users: { title: "Users", module: "./users.js", shows: (r) => r.usersPage },
+  spend: { title: "Spend", module: "./spend.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.spendPage) },
+  models: { title: "Models", module: "./models.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.readsAll) },
 };
-const ROLE_LABELS = { master: "Master key", virtual: "Virtual key", open: "Open gateway" };
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -26,10 +28,25 @@ export function toast(message, kind = "info") {
   setTimeout(() => item.remove(), 4000);
 }
 
-/** What the key may do: the admin API answers the master key, refuses a virtual key (admin_only). */
+/**
+ * Who the key is: GET /user/info (no user_id) answers any key of a user (and the master key) with
+ * "caller" {role, admin_teams, team_id, user_id} and the user's teams. A gateway without a master key
+ * refuses it (admin_disabled); a key of no user may be refused it too: then the admin API answers the
+ * master key and refuses a virtual key (admin_only).
+ */
 async function roleOf(key) {
   const models = await call("GET", "/v1/models", { key });
   if (!models.ok) return { error: errorMessage(models.data, models.status) };
+  const self = await call("GET", "/user/info", { key });
+  if (self.ok && self.data && self.data.caller) {
+    const caller = { ...self.data.caller,
+      teams: (self.data.teams || []).map((t) => ({ team_id: t.team_id, team_alias: t.team_alias || null })) };
+    if (caller.role === "proxy_admin" && !caller.user_id) return { role: "master", caller };
+    return { role: caller.role ? "user" : "virtual", caller };
+  }
+  const refused = self.data && self.data.error ? self.data.error.code : null;
+  if (refused === "admin_disabled") return { role: "open" };
+  if (self.status === 503) return { role: "master" };
   const admin = await call("GET", "/key/list", { key, query: { size: 1 } });
   if (admin.ok || admin.status === 503) return { role: "master" };
   const code = admin.data && admin.data.error ? admin.data.error.code : null;
@@ -48,8 +65,9 @@ function signIn(message) {
   const submit = h("button", { type: "submit", class: "button primary" }, "Sign in");
   const form = h("form", { class: "sign-in card", "aria-labelledby": "sign-in-title" },
     h("h1", { id: "sign-in-title" }, "Sign in"),
-    h("p", { class: "muted" }, "Use the gateway's master key to manage keys, teams, spend and models, or a virtual " +
-      "key to try questions and see its own usage. The key stays in this tab only."),
+    h("p", { class: "muted" }, "Use the gateway's master key, or any key: a user's key shows what the user's role " +
+      "may see and do (its own keys and spend, its teams' keys, or everything); a key of no user tries questions " +
+      "and shows its own usage. The key stays in this tab only."),
     field("API key", input),
     error,
     submit);
@@ -65,7 +83,7 @@ function signIn(message) {
         input.focus();
         return;
       }
-      session.save(key, found.role);
+      session.save(key, found.role, found.caller || null);
       if (!/^#\/[a-z]+/.test(location.hash)) history.replaceState(null, "", "#/playground");
       start();
     } catch (err) {
@@ -78,18 +96,18 @@ function signIn(message) {
   input.focus();
 }
 
-function renderNav(role, current) {
+function renderNav(allowed, current) {
   clear(nav);
   const list = h("ul", { class: "nav-list" });
   for (const [name, page] of Object.entries(PAGES)) {
-    if (!page.roles.includes(role)) continue;
+    if (!page.shows(allowed)) continue;
     const link = h("a", { href: `#/${name}`, class: "nav-link" }, page.title);
     if (name === current) link.setAttribute("aria-current", "page");
     list.append(h("li", null, link));
   }
   nav.append(list);
   nav.hidden = false;
-  document.getElementById("who-label").textContent = ROLE_LABELS[role] || role;
+  document.getElementById("who-label").textContent = whoText(allowed.kind, session.caller);
   who.hidden = false;
 }
 
@@ -101,11 +119,12 @@ async function show() {
   if (!session.key || !role) return signIn();
   const name = (location.hash.match(/^#\/([a-z]+)/) || [])[1] || "playground";
   const page = PAGES[name];
-  if (!page || !page.roles.includes(role)) {
+  const allowed = rights(role, session.caller);
+  if (!page || !page.shows(allowed)) {
     location.replace("#/playground");
     return;
   }
-  renderNav(role, name);
+  renderNav(allowed, name);
   if (unmount) unmount();
   unmount = null;
   clear(main);
@@ -114,7 +133,7 @@ async function show() {
   if (turn !== shown) return;
   const root = h("div", { class: "page", id: `page-${name}` });
   main.append(root);
-  unmount = (await module.mount(root, { role, toast, signOut })) || null;
+  unmount = (await module.mount(root, { role, rights: allowed, toast, signOut })) || null;
 }
 
 function signOut(message) {

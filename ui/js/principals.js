@@ -3,7 +3,7 @@
 // is shown at the field it names (error.param).
 
 import { request } from "./api.js";
-import { button, clear, field, formatMoney, h, select } from "./dom.js";
+import { button, clear, copyText, field, formatMoney, h, select } from "./dom.js";
 
 const PERIODS = [["", "No period (lifetime)"], ["1d", "Daily"], ["7d", "Weekly"], ["30d", "Every 30 days"], ["1mo", "Monthly"]];
 
@@ -166,8 +166,23 @@ export function table(columns, rows, actions, emptyText) {
 }
 
 
+/** A new key in ``host``, shown this once, with a copy button. */
+export function shownOnce(host, toast, key, label, title, advice) {
+  const code = h("code", { class: "new-key" }, key);
+  const copy = button("Copy key", async () => {
+    const copied = await copyText(key, code);
+    toast(copied ? "Key copied." : "Key selected: press Ctrl+C to copy.");
+  }, { class: "button primary small" });
+  clear(host).append(h("section", { class: "secret", "aria-label": label }, h("h2", null, title),
+    h("p", null, `This is the only time the key is shown: the gateway keeps only its hash. ${advice}`),
+    h("div", { class: "secret-value" }, code, copy),
+    button("Done, I have saved it", () => clear(host), { class: "button ghost small" })));
+  copy.focus();
+}
+
 /** What each key or team spent, all time, from the spend log's daily roll-ups (the key's id -> USD). */
 async function spendBy(group) {
+  if (!group) return null;
   const today = new Date().toISOString().slice(0, 10);
   const rows = await request("GET", "/global/spend/report", { query: { group_by: group, start_date: "2000-01-01", end_date: today } });
   return new Map(rows.map((r) => [group === "key" ? r.api_key : r.team_id, r.spend]));
@@ -178,7 +193,11 @@ async function spendBy(group) {
  * created(made), load(page) -> {rows, page, pages}, columns, name(row), ref(row) (the body naming the
  * row), paths {update, block, unblock, delete}, deleteBody(row), deleteWarning, deleted(answer) -> text,
  * spendGroup ("key" or "team") and spendKey(row) (its id in the spend report), top (elements above the
- * create form)}. A row's spend is what the spend log holds for it.
+ * create form)}. A row's spend is what the spend log holds for it (with spendGroup null: the row's own
+ * spend, for a caller that may not read the spend report).
+ * What the caller may do (roles.js): canCreate (the create form), canWrite(row) (edit, block, delete),
+ * readOnly (no actions column at all), moreActions(row, reload) (buttons of the page's own); a path left
+ * out of ``paths`` (block) has no button.
  */
 export async function principalsPage(root, toast, cfg) {
   const listHost = h("div", { class: "list-host" });
@@ -186,6 +205,8 @@ export async function principalsPage(root, toast, cfg) {
   const Noun = cfg.noun[0].toUpperCase() + cfg.noun.slice(1);
   let page = 1;
 
+  const canCreate = cfg.canCreate !== false;
+  const canWrite = cfg.canWrite || (() => true);
   let createForm = fieldsForm(cfg.specs(null));
   const createError = h("p", { class: "form-error", role: "alert" });
   const createButton = h("button", { type: "submit", class: "button primary" }, `Create ${cfg.noun}`);
@@ -223,7 +244,10 @@ export async function principalsPage(root, toast, cfg) {
 
   function actions(row) {
     const name = cfg.name(row);
+    const more = cfg.moreActions ? cfg.moreActions(row, load) : [];
+    if (!canWrite(row)) return more;
     return [
+      ...more,
       button("Edit", () => {
         const form = fieldsForm(cfg.specs(row), row);
         dialog(`Edit ${name}`, form.el, {
@@ -234,7 +258,7 @@ export async function principalsPage(root, toast, cfg) {
           },
         });
       }, { class: "button small", "aria-label": `Edit ${name}` }),
-      row.blocked
+      !cfg.paths.block ? null : row.blocked
         ? button("Unblock", () => act(cfg.paths.unblock, row, "unblocked"), { class: "button small", "aria-label": `Unblock ${name}` })
         : button("Block", () => act(cfg.paths.block, row, "blocked"), { class: "button small", "aria-label": `Block ${name}` }),
       button("Delete", () => confirmDialog(`Delete ${name}?`, cfg.deleteWarning, `Delete ${cfg.noun}`, async () => {
@@ -253,8 +277,9 @@ export async function principalsPage(root, toast, cfg) {
     try {
       const [listing, spent] = await Promise.all([cfg.load(page), spendBy(cfg.spendGroup)]);
       if (mine !== loads) return;
-      for (const row of listing.rows) row.spend = spent.get(cfg.spendKey(row)) ?? 0;
-      clear(listHost).append(table(cfg.columns, listing.rows, actions, `No ${cfg.noun}s yet. Make one with “New ${cfg.noun}”.`));
+      if (spent) for (const row of listing.rows) row.spend = spent.get(cfg.spendKey(row)) ?? 0;
+      const empty = canCreate ? `No ${cfg.noun}s yet. Make one with “New ${cfg.noun}”.` : `No ${cfg.noun}s to show.`;
+      clear(listHost).append(table(cfg.columns, listing.rows, cfg.readOnly ? null : actions, empty));
       clear(pager);
       if (listing.pages > 1) {
         pager.append(button("Previous", () => { page -= 1; load(); }, { class: "button small", disabled: page <= 1 }),
@@ -267,6 +292,6 @@ export async function principalsPage(root, toast, cfg) {
   }
 
   root.append(h("div", { class: "page-head" }, h("div", null, h("h1", null, cfg.title), h("p", null, cfg.intro))),
-    ...(cfg.top || []), create, h("section", { class: "card", "aria-label": cfg.title }, listHost, pager));
+    ...(cfg.top || []), ...(canCreate ? [create] : []), h("section", { class: "card", "aria-label": cfg.title }, listHost, pager));
   await load();
 }

@@ -1,7 +1,8 @@
 // Spend: charts of spend and requests by day, and by model, team and key, over a chosen range (from
 // /global/spend/report's daily roll-ups), and the recent calls with filters (from /spend/logs/ui,
 // LiteLLM's paginated route for its UI).
-// The master key only.
+// A caller that reads everything sees everyone's; a team admin its teams' (team_id on every call); an
+// internal user its own calls (user_id) and its spend and budget (/user/info).
 
 import { request } from "./api.js";
 import { barChart, columnChart } from "./charts.js";
@@ -20,7 +21,18 @@ function days(start, end) {
   return out;
 }
 
-export async function mount(root) {
+/** What the caller may look at: [{label, query, reports}] (reports: whether /global/spend/report answers it). */
+function scopesOf(r) {
+  if (!r || r.readsAll) return [{ label: "Everyone", query: {}, reports: true }];
+  const teams = new Map(r.teams.map((t) => [t.team_id, t]));
+  return [...r.adminTeams.map((team_id) => ({ label: `Team ${(teams.get(team_id) || {}).team_alias || team_id}`,
+    query: { team_id }, reports: true, team: true })),
+  ...(r.userId ? [{ label: "My keys", query: { user_id: r.userId }, reports: false }] : [])];
+}
+
+export async function mount(root, { rights: r } = {}) {
+  const scopes = scopesOf(r);
+  let scope = scopes[0];
   const today = isoDay(new Date());
   const range = { start: isoDay(new Date(Date.now() - 29 * DAY_MS)), end: today };
   let metric = "spend";
@@ -47,22 +59,33 @@ export async function mount(root) {
 
   const filters = {
     key_alias: h("input", { type: "text", name: "key_alias", placeholder: "any" }),
-    team_id: h("input", { type: "text", name: "team_id", placeholder: "any" }),
+    ...(scope.query.team_id || scope.query.user_id ? {} : { team_id: h("input", { type: "text", name: "team_id", placeholder: "any" }) }),
     model: h("input", { type: "text", name: "model", placeholder: "group or provider/model" }),
     request_id: h("input", { type: "text", name: "request_id", placeholder: "req_…" }),
   };
   const logError = h("p", { class: "form-error", role: "alert" });
   const filterForm = h("form", { class: "filters", "aria-label": "Filter calls" },
-    field("Key name", filters.key_alias), field("Team id", filters.team_id), field("Model", filters.model),
+    field("Key name", filters.key_alias), filters.team_id ? field("Team id", filters.team_id) : null, field("Model", filters.model),
     field("Request id", filters.request_id), h("div", { class: "buttons" }, h("button", { type: "submit", class: "button" }, "Filter"),
       button("Clear", () => { for (const input of Object.values(filters)) input.value = ""; logPage = 1; loadLogs(); }, { class: "button ghost" })));
   filterForm.addEventListener("submit", (event) => { event.preventDefault(); logPage = 1; loadLogs(); });
 
+  const scopeSwitch = h("div", { class: "segmented", role: "group", "aria-label": "Whose spend" });
+  const breakdownHead = h("div", { class: "card-head" }, h("h2", null, "Breakdown"), metricSwitch);
+  function drawScopeSwitch() {
+    clear(scopeSwitch);
+    for (const each of scopes) {
+      scopeSwitch.append(h("button", { type: "button", "aria-pressed": String(each === scope),
+        onclick: () => { scope = each; logPage = 1; drawScopeSwitch(); apply(); } }, each.label));
+    }
+  }
+  const intro = r && !r.readsAll ? "What you may see of the spend, day by day (UTC), and every call."
+    : "What the gateway's callers spent, day by day (UTC), and every call.";
   root.append(
     h("div", { class: "page-head" }, h("div", null, h("h1", null, "Spend"),
-      h("p", null, "What the gateway's callers spent, day by day (UTC), and every call.")), rangeForm),
-    rangeError, totals, byDay,
-    h("div", { class: "card-head" }, h("h2", null, "Breakdown"), metricSwitch), breakdown,
+      h("p", null, intro)), rangeForm),
+    ...(scopes.length > 1 ? [scopeSwitch] : []),
+    rangeError, totals, byDay, breakdownHead, breakdown,
     h("section", { class: "card", "aria-labelledby": "calls-title" }, h("div", { class: "card-head" }, h("h2", { id: "calls-title" }, "Recent calls")),
       filterForm, logError, logs, pager));
 
@@ -107,13 +130,32 @@ export async function mount(root) {
     clear(breakdown).append(
       chart("By model", reports.model_group, (e) => e.model_group || "–"),
       chart("By deployment", reports.model, (e) => e.model || "no deployment (refused before a call)"),
-      chart("By team", reports.team, (e) => e.team_alias || e.team_id || "No team"),
+      ...(scope.team ? [] : [chart("By team", reports.team, (e) => e.team_alias || e.team_id || "No team")]),
       chart("By key", reports.key, (e) => e.key_alias || (e.api_key ? `${e.api_key.slice(0, 10)}…` : "No key")));
   }
 
+  /** An internal user's own spend and budget (it may not read the spend report). */
+  async function loadOwn() {
+    reports = null;
+    clear(byDay);
+    clear(breakdown);
+    breakdownHead.hidden = true;
+    const self = await request("GET", "/user/info");
+    const info = self.user_info || {};
+    const keys = self.keys || [];
+    clear(totals).append(totalCard("Spend", money(info.spend ?? 0), "spend"),
+      totalCard("Budget", info.max_budget === null || info.max_budget === undefined ? "No budget" : money(info.max_budget), "budget"),
+      totalCard("Keys", formatNumber(keys.length), "keys"));
+    clear(byDay).append(h("section", { class: "card", "aria-label": "By key" }, h("h2", null, "By key"),
+      barChart(keys.map((k) => ({ label: k.key_alias || k.key_name || "key", value: k.spend || 0, detail: money(k.spend || 0) })),
+        { title: "By key", format: money })));
+  }
+
   async function loadReports() {
-    const query = { start_date: range.start, end_date: range.end };
-    const groups = ["day", "model_group", "model", "team", "key"];
+    if (!scope.reports) return loadOwn();
+    breakdownHead.hidden = false;
+    const query = { start_date: range.start, end_date: range.end, ...scope.query };
+    const groups = scope.team ? ["day", "model_group", "model", "key"] : ["day", "model_group", "model", "team", "key"];
     const answers = await Promise.all(groups.map((group_by) => request("GET", "/global/spend/report", { query: { ...query, group_by } })));
     reports = Object.fromEntries(groups.map((g, i) => [g, answers[i]]));
     drawReports();
@@ -124,6 +166,7 @@ export async function mount(root) {
     { title: "Request", cell: (r) => h("code", { class: "small", title: r.request_id }, r.request_id) },
     { title: "Key", cell: (r) => r.key_alias || (r.api_key ? `${r.api_key.slice(0, 10)}…` : "–") },
     { title: "Team", cell: (r) => r.team_id || "–" },
+    { title: "User", cell: (r) => r.user || "–" },
     { title: "Model", cell: (r) => h("span", null, r.model_group || "–", r.model ? h("br") : null, r.model ? h("span", { class: "small muted" }, r.model) : null) },
     { title: "Status", cell: (r) => h("span", { class: `pill${r.status && r.status >= 400 ? " off" : ""}` }, String(r.status ?? "–")) },
     { title: "Tokens", cell: (r) => formatNumber(r.total_tokens), num: true },
@@ -133,7 +176,7 @@ export async function mount(root) {
   ];
 
   async function loadLogs() {
-    const query = { start_date: range.start, end_date: range.end, page: logPage, page_size: LOG_PAGE };
+    const query = { start_date: range.start, end_date: range.end, page: logPage, page_size: LOG_PAGE, ...scope.query };
     for (const [name, input] of Object.entries(filters)) query[name] = input.value.trim();
     logError.textContent = "";
     try {
@@ -164,5 +207,6 @@ export async function mount(root) {
   }
 
   drawMetricSwitch();
+  drawScopeSwitch();
   await apply();
 }
