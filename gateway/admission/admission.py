@@ -1,4 +1,4 @@
-"""Admission: a key's and its team's rate limits and budgets, checked and reserved before the call.
+"""Admission: a key's, its team's and its user's rate limits and budgets, checked and reserved before the call.
 
 ``admit(identity, estimated_tokens=..., worst_cost_usd=...)`` runs after auth and parse and returns a
 ``Ticket``; ``settle(ticket, tokens=..., cost_usd=...)`` after the answer turns the reservation into
@@ -8,7 +8,8 @@ without any limit, cost nothing: the shared ``EMPTY_TICKET``, no state call at a
 ``count_spend(identity, cost)`` counts a virtual key's spend all the same when it has no budget (one
 state call after the answer), so that ``x-litellm-key-spend`` is the counted spend with this call.
 
-What is checked, for the key and for its team, each that has the limit (one atomic shared-state
+What is checked, for the key, for its team and for its user (``Identity.user_limits``: all the user's
+keys together, as a team's), each that has the limit (one atomic shared-state
 operation a check, all of a request's checks at once; when one refuses, the reservations the others
 made are given back with a negative ``window_add`` / an ``incr -1``):
 
@@ -34,7 +35,8 @@ made are given back with a negative ``window_add`` / an ``incr -1``):
   cost (an unknown cost: the reservation) to the spend, and frees the turn; the shared state does
   each step atomically (``budget_reserve`` / ``budget_settle``, gateway/shared_state/budget.py: one
   Lua script each in Redis). A turn whose process died frees itself after ``TURN_TTL_S``. The key's
-  budget is taken before the team's, always, so two waiting requests never hold each other's turn.
+  budget is taken before the team's and the team's before the user's, always (``scopes_of``'s order),
+  so two waiting requests never hold each other's turn.
   Refused: ``BudgetExceeded``, 400, naming the spend, the reservations in flight and the estimate.
 
 Budget accounting (counter names, periods, the database spend as the seed): gateway/admission/budgets.py.
@@ -160,13 +162,13 @@ class Admission:
         return status
 
     def key_of(self, kind: str, scope: Scope, period: Period | None = None) -> str:
-        """The state key of one counter: ``<prefix><rpm|tpm|parallel>:<key|team>:<id>``, and for the
-        spend ``<prefix>spend:<key|team>:<id>:<period start|life>``."""
+        """The state key of one counter: ``<prefix><rpm|tpm|parallel>:<key|team|user>:<id>``, and for the
+        spend ``<prefix>spend:<key|team|user>:<id>:<period start|life>``."""
         base = f"{self.prefix}{kind}:{scope.kind}:{scope.id}"
         return base if period is None else f"{base}:{period.label}"
 
     async def usage(self, identity: Identity) -> dict[str, dict[str, Any]]:
-        """What the counters hold now for the key and its team: requests and tokens in this minute,
+        """What the counters hold now for the key, its team and its user: requests and tokens in this minute,
         requests in flight, the period's spend (USD, reservations included) and its start, from the
         state that serves now. For tests and admin views; a state error is raised."""
         store = self._store(self.shared_away)
@@ -184,7 +186,7 @@ class Admission:
     # ---- admit ----------------------------------------------------------------------------------
 
     async def admit(self, identity: Identity, *, estimated_tokens: int, worst_cost_usd: float | None) -> Ticket:
-        """Check and reserve the key's and the team's limits for one request; raise ``RateLimited``
+        """Check and reserve the key's, the team's and the user's limits for one request; raise ``RateLimited``
         (429), ``BudgetExceeded`` (400) or ``LimitsUnavailable`` (503). See the module docstring."""
         if not identity.limited:
             return EMPTY_TICKET
@@ -311,7 +313,7 @@ class Admission:
                            if refused.kind != "parallel" else "max_parallel_requests", headers=headers)
 
     async def _budgets(self, ticket: Ticket, scopes: list[Scope], local: bool, now: float) -> None:
-        """The key's budget, then the team's: one after the other, always in that order, so two
+        """The key's budget, then the team's, then the user's: one after the other, always in that order, so two
         requests that each wait for a turn never hold the other's (no deadlock)."""
         for scope in scopes:
             await self._budget(ticket, scope, local, now)

@@ -6,7 +6,7 @@ A period runs from the previous reset to ``budget_reset_at`` (calendar months fo
 lifetime period. Pure: the admission (gateway/admission/admission.py) names its counters after them.
 
 Budget accounting. The spend of the current budget period lives in the shared state as integer
-micro-dollars under ``<prefix>spend:<key|team>:<id>:<period start>`` (``:spent:<window>``, and the
+micro-dollars under ``<prefix>spend:<key|team|user>:<id>:<period start>`` (``:spent:<window>``, and the
 reservations in flight under ``:held:<window>``); the period runs from the
 identity's ``budget_reset_at`` minus its ``budget_duration`` (calendar months for ``mo`` and
 ``30d``, as ``gateway.auth.durations`` resets them) to ``budget_reset_at``; ``life`` stands for the
@@ -16,7 +16,8 @@ reset chain that holds now (what the job will write, for calendar-aligned durati
 are a fixed window of length ``end`` (epoch seconds): window 0 runs from 1970 to the period's end,
 so they live exactly as long as their period and then expire on their own.
 
-The database spend (``Limits.spend``, read by auth) is the authority across restarts: the spent
+The database spend (``Limits.spend``, read by auth: the key's, the team's, the user's ``users.spend``
+that the spend drain adds to) is the authority across restarts: the spent
 counter is seeded with it when it is missing, in the same atomic step that reserves ("first writer
 wins": a later process, whose database spend already holds what the gateway counted, finds the
 counter and never adds it a second time; a counter Redis lost is seeded again at once). Settled

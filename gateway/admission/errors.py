@@ -1,7 +1,7 @@
 """What admission refuses with: ``RateLimited`` (429), ``BudgetExceeded`` (400, LiteLLM's status) and
 ``LimitsUnavailable`` (503, the shared state is away and the policy is fail_closed).
 
-Every wire renders them as it renders any ``DecisionError``. Messages name the limit (key or team,
+Every wire renders them as it renders any ``DecisionError``. Messages name the limit (key, team or user,
 which limit, its value) and never carry key material: a key is named by its alias, its display
 prefix, or not at all.
 """
@@ -15,7 +15,7 @@ class RateLimited(DecisionError):
     """429 ``rate_limit_error``: over an rpm, tpm or max_parallel_requests limit. ``headers`` holds
     ``Retry-After`` (whole seconds) and the ``x-ratelimit-*`` figures; ``limit`` names what refused
     (``"rpm_limit"``, ``"tpm_limit"`` or ``"max_parallel_requests"``) and ``scope`` whose it is
-    (``"key"`` or ``"team"``)."""
+    (``"key"``, ``"team"`` or ``"user"``)."""
 
     def __init__(self, message: str, *, scope: str, limit: str, headers: dict[str, str]):
         super().__init__(status=429, message=message, loc=None, type="rate_limit_error",
@@ -26,7 +26,7 @@ class RateLimited(DecisionError):
 
 class BudgetExceeded(DecisionError):
     """400 ``budget_exceeded`` (LiteLLM answers a spent budget with 400): this request's worst-case
-    cost does not fit in what is left of the key's or the team's ``max_budget``."""
+    cost does not fit in what is left of the key's, the team's or the user's ``max_budget``."""
 
     def __init__(self, message: str, *, scope: str):
         super().__init__(status=400, message=message, loc=None, type="budget_exceeded", code="budget_exceeded")

@@ -1,4 +1,4 @@
-"""What admission reserves for one request: the scopes whose limits apply (the key, its team), each
+"""What admission reserves for one request: the scopes whose limits apply (the key, its team, its user), each
 reservation (``Hold``), the ``Ticket`` that carries them, and the ``x-ratelimit-*`` headers they give."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from gateway.auth.records import Identity, Limits
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """The key or the team whose limits apply."""
+    """The key, the team or the user whose limits apply."""
 
-    kind: str  # "key" | "team"
+    kind: str  # "key" | "team" | "user"
     id: str
-    name: str  # for messages: key 'alias', team 'alias'
+    name: str  # for messages: key 'alias', team 'alias', user 'id'
     limits: Limits
 
 
@@ -65,7 +65,9 @@ def rate_limited(limits: Limits) -> bool:
 
 
 def scopes_of(identity: Identity) -> list[Scope]:
-    """The key and its team, each that has a limit or a budget."""
+    """The key, its team and its user, each that has a limit or a budget, always in this order (budget
+    turns are taken in it, so two waiting requests never hold each other's turn). A user's limits
+    apply to all its keys together, as a team's do."""
     scopes = []
     key = identity.key_limits
     if identity.key_hash is not None and (rate_limited(key) or key.max_budget is not None):
@@ -75,11 +77,14 @@ def scopes_of(identity: Identity) -> list[Scope]:
     team = identity.team_limits
     if identity.team_id is not None and team is not None and (rate_limited(team) or team.max_budget is not None):
         scopes.append(Scope("team", identity.team_id, f"team '{identity.team_alias or identity.team_id}'", team))
+    user = identity.user_limits
+    if identity.user_id is not None and user is not None and (rate_limited(user) or user.max_budget is not None):
+        scopes.append(Scope("user", identity.user_id, f"user '{identity.user_id}'", user))
     return scopes
 
 
 def limit_headers(holds: Iterable[Hold]) -> dict[str, str]:
-    """``x-ratelimit-{limit,remaining}-{requests,tokens}`` of the tighter of key and team."""
+    """``x-ratelimit-{limit,remaining}-{requests,tokens}`` of the tightest of key, team and user."""
     tightest: dict[str, Hold] = {}
     for hold in holds:
         if hold.kind in ("rpm", "tpm"):

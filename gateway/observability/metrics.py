@@ -120,10 +120,11 @@ class Metrics:
         self.retries = counter("retries", "Upstream retries.", ("model_group",))
         self.fallbacks = counter("fallbacks", "Fallback groups tried.", ("model_group",))
         self.hedges = counter("hedges", "Requests that sent a hedged second upstream call.", ("model_group",))
-        self.rate_limited = counter("rate_limited", "Requests refused over a key's or team's rate limit, by "
-                                    "scope (key, team) and limit (rpm_limit, tpm_limit, max_parallel_requests).",
+        self.rate_limited = counter("rate_limited", "Requests refused over a key's, team's or user's rate "
+                                    "limit, by scope (key, team, user) and limit (rpm_limit, tpm_limit, "
+                                    "max_parallel_requests).",
                                     ("scope", "limit", "team", "key_alias"))
-        self.budget_exceeded = counter("budget_exceeded", "Requests refused over a key's or team's budget.",
+        self.budget_exceeded = counter("budget_exceeded", "Requests refused over a key's, team's or user's budget.",
                                        ("scope", "team", "key_alias"))
         self.key_budget = gauge("key_budget_remaining_usd", "What is left of a key's budget in its period, as of "
                                 "its last request.", ("key_alias", "team"), "mostrecent")
@@ -198,7 +199,7 @@ class Metrics:
                 left += hold.amount / 1e6 - cost
             if hold.scope.kind == "key":
                 self.key_budget(alias, team).set(left)
-            else:
+            elif hold.scope.kind == "team":
                 self.team_budget(team).set(left)
 
     # ---- state gauges and the scrape -----------------------------------------------------------------
