@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 
 from gateway.auth.records import Membership, UserRecord
-from gateway.auth.store import USER_COLUMNS, _columns, _commit, _lock, user_record
+from gateway.auth.store import USER_COLUMNS, Conflict, _columns, _commit, _lock, user_record
 from gateway.db.engine import Database
 from gateway.db.models import TeamMembership, User, VerificationToken, new_user_id
 
@@ -47,10 +48,14 @@ async def insert_user(db: Database, values: Mapping[str, Any], teams: Sequence[M
     async with db.sessions() as session:
         row = User(**_columns({"user_id": new_user_id(), **values}, USER_COLUMNS))
         session.add(row)
+        try:  # the user first: without relationship()s the unit of work may not order the two tables
+            await session.flush()
+        except IntegrityError:
+            await session.rollback()
+            raise Conflict("a user with this user_id or user_email exists already", "user_id") from None
         session.add_all([TeamMembership(team_id=member.team_id, user_id=row.user_id, role=member.role)
                          for member in teams])
-        await _commit(session, "a user with this user_id or user_email exists already (or a team is gone)",
-                      "user_id")
+        await _commit(session, "a team named in teams does not exist", "teams")
         return user_record(row, teams)
 
 
