@@ -9,7 +9,7 @@ import { budgetText, limitFields, limitsText, modelNames, modelsText, principals
 
 const PAGE_SIZE = 25;
 
-const teamText = (t) => (t.team_alias ? `${t.team_alias} (${t.team_id})` : t.team_id);
+const teamText = (t) => (t.team_alias && t.team_alias !== t.team_id ? `${t.team_alias} (${t.team_id})` : t.team_id);
 
 /** The teams a key may be put in: every team (a proxy admin), else the ones it administers, and for its own keys its teams. */
 async function teamChoices(r) {

@@ -38,7 +38,8 @@ function control(spec, value) {
   }
   let input;
   if (spec.type === "select") {
-    const options = spec.options.some(([v]) => v === (value ?? "")) ? spec.options : [...spec.options, [value, value]];
+    const unlisted = value !== null && value !== undefined && !spec.options.some(([v]) => v === value);
+    const options = unlisted ? [...spec.options, [value, value]] : spec.options;
     input = select(options, value ?? "", { name: spec.name });
   } else {
     input = h("input", { type: spec.type === "number" ? "number" : "text", name: spec.name, step: spec.step,
@@ -184,7 +185,9 @@ export function shownOnce(host, toast, key, label, title, advice) {
 async function spendBy(group) {
   if (!group) return null;
   const today = new Date().toISOString().slice(0, 10);
-  const rows = await request("GET", "/global/spend/report", { query: { group_by: group, start_date: "2000-01-01", end_date: today } });
+  const rows = await request("GET", "/global/spend/report", { query: { group_by: group, start_date: "2000-01-01", end_date: today } })
+    .catch(() => null); // refused or failing: the list shows each row's own spend
+  if (!rows) return null;
   return new Map(rows.map((r) => [group === "key" ? r.api_key : r.team_id, r.spend]));
 }
 
