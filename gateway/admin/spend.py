@@ -1,11 +1,17 @@
 """Spend: ``GET /spend/logs`` as LiteLLM answers it (a plain list: the rows, newest first, at most
 ``MAX_LIST_ROWS`` with ``x-litellm-spend-logs-truncated: true`` past them, or with ``start_date`` and
 ``end_date`` and ``summarize`` (the default) one entry per day; the rows also filter by ``key_alias``,
-``team_id`` and ``model``, as on v2), ``GET /spend/logs/v2`` (LiteLLM's
-paginated form: ``data``, ``total``, ``page``, ``page_size``, ``total_pages``; the UI reads it as
-``/spend/logs/ui``, LiteLLM's UI route) and ``GET /global/spend/report`` (per day, model, model group,
-team or key, from the daily roll-ups). The master key only; every filter is a bound parameter
-(``gateway/db/queries.py``) and is validated here first."""
+``team_id`` and ``model``, as on v2; ``user_id`` filters the rows' ``user``, the key's user), ``GET
+/spend/logs/v2`` (LiteLLM's paginated form: ``data``, ``total``, ``page``, ``page_size``, ``total_pages``;
+the UI reads it as ``/spend/logs/ui``, LiteLLM's UI route) and ``GET /global/spend/report`` (per day,
+model, model group, team, key or user, from the daily roll-ups). Every filter is a bound parameter
+(``gateway/db/queries.py``) and is validated here first.
+
+Who reads what (``gateway/auth/roles.py``, ``_visible``): a proxy admin or viewer (the master key
+included) every row; an internal user or internal user viewer its own user's rows; a team admin its
+teams' rows (an internal user who administers teams: both). Without a filter the rows narrow silently
+to those; a ``user_id``, ``team_id`` or ``api_key`` filter outside them is a 403 naming it, and a key
+of no user reads no spend here (403; its own spend is in ``/key/info``)."""
 
 from __future__ import annotations
 
@@ -17,12 +23,14 @@ from fastapi import APIRouter, Query, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from gateway.admin import schemas
-from gateway.admin.common import AdminRoute, MasterAdmin, pages
+from gateway.admin.common import AdminRoute, AnyCaller, Caller, pages
 from gateway.admin.service import Admin
+from gateway.auth import roles, store
+from gateway.auth.errors import PermissionDenied
 from gateway.db import queries
 from gateway.spend.cost import shown_cost
 from gateway.utc import utc
-from translators.errors import RequestInvalid
+from translators.errors import RequestInvalid, Where
 
 router = APIRouter(route_class=AdminRoute, tags=["spend"])
 
@@ -30,6 +38,7 @@ MAX_SPEND_PAGE = 1000
 REPORT_DAYS = 30  # the report's span when no start_date is given
 SUMMARY_DAYS = 3660  # the longest span /spend/logs summarizes (one entry a day, padded to end_date)
 RequestId = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
+UserId = RequestId  # a user id: the same rule, 1 to 255 printable ASCII characters, no spaces
 When = Annotated[dt.date | dt.datetime, AfterValidator(queries.in_range)]  # 400 naming the field when out of range
 
 
@@ -41,6 +50,7 @@ class SpendLogRow(BaseModel):
     api_key: str
     key_alias: str | None = None
     team_id: str | None = None
+    user: str | None = None  # the key's user id (LiteLLM's column)
     model_group: str | None = None
     model: str | None = None
     spend: schemas.Cost = 0.0
@@ -86,6 +96,36 @@ def _key_filter(admin: Admin, api_key: str | None) -> str | None:
     return token
 
 
+async def _visible(caller: Caller, token: str | None, team_id: str | None, user_id: str | None
+                   ) -> queries.Visible | None:
+    """The spend rows this caller may read (None: every row), once its filters are checked to lie within
+    them; see the module docstring."""
+    identity = caller.identity
+    if roles.reads_all(identity):
+        return None
+    own = (identity.user_id,) if identity.user_id is not None else ()
+    teams = roles.admin_teams(identity)
+    if not own and not teams:
+        raise PermissionDenied("A key of no user reads no spend here; its own spend is in /key/info.",
+                               code="admin_only")
+    may = "its own user's spend" if own else ""
+    may += (" and " if may else "") + "the spend of the teams it administers" if teams else ""
+    if user_id is not None and user_id not in own:
+        raise _not_visible("user_id", may)
+    if team_id is not None and not roles.reads_team_spend(identity, team_id):
+        raise _not_visible("team_id", may)
+    if token is not None:
+        key = await store.get_key(caller.admin.db, token=token)
+        if key is None or not roles.reads_key(identity, key):
+            raise _not_visible("api_key", may)
+    return queries.Visible(user_ids=own, team_ids=teams)
+
+
+def _not_visible(field: str, may: str) -> PermissionDenied:
+    return PermissionDenied(f"{field}: this caller reads only {may}; leave {field} out to see that.",
+                            code="spend_not_visible", loc=Where(field))
+
+
 def _check_span(start: When | None, end: When | None) -> None:
     if start is not None and end is not None and _as_date(start) > _as_date(end):
         raise RequestInvalid("start_date is after end_date.", ("start_date",), code="invalid_value")
@@ -97,12 +137,13 @@ def _as_date(value: dt.date | dt.datetime) -> dt.date:
 
 @router.get("/spend/logs", summary="LiteLLM's /spend/logs: the rows, newest first, or a summary per day",
             response_model=list[dict[str, Any]])
-async def spend_logs_list(admin: MasterAdmin,
+async def spend_logs_list(caller: AnyCaller,
                           api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
-                          user_id: Annotated[str | None, Query(description="Not supported here: no users")] = None,
+                          user_id: Annotated[UserId | None, Query(description="The key's user (the rows' "
+                                                                          "user)")] = None,
                           request_id: Annotated[RequestId | None, Query()] = None,
                           key_alias: Annotated[schemas.Alias | None, Query(description="Rows only")] = None,
-                          team_id: Annotated[schemas.TeamId | None, Query(description="Rows only")] = None,
+                          team_id: Annotated[schemas.TeamId | None, Query()] = None,
                           model: Annotated[schemas.ModelName | None, Query(description="Rows only: model group or "
                                                                            "provider/model")] = None,
                           start_date: Annotated[When | None, Query(description="YYYY-MM-DD (whole day) or ISO time")
@@ -112,48 +153,51 @@ async def spend_logs_list(admin: MasterAdmin,
                           summarize: Annotated[bool, Query(description="With start_date and end_date: one entry "
                                                            "a day (spend, per key, per model)")] = True,
                           ) -> Response:
-    if user_id is not None:
-        raise RequestInvalid("user_id: is not supported here (this gateway has no users); filter by api_key.",
-                             ("user_id",), code="unsupported_parameter")
+    admin = caller.admin
     _check_span(start_date, end_date)
     token = _key_filter(admin, api_key)
-    extra = {"key_alias": key_alias, "team_id": team_id, "model": model}
+    visible = await _visible(caller, token, team_id, user_id)
+    extra = {"key_alias": key_alias, "model": model}
     if start_date is not None and end_date is not None and summarize:
         named = next((name for name, value in extra.items() if value is not None), None)
         if named is not None:
             raise RequestInvalid(f"{named}: filters rows, not LiteLLM's daily summary; pass summarize=false.",
                                  (named,), code="invalid_value")
-        return _json(orjson.dumps(await _summary(admin, token, request_id, start_date, end_date)))
+        return _json(orjson.dumps(await _summary(admin, token, request_id, start_date, end_date,
+                                                 user_id=user_id, team_id=team_id, visible=visible)))
     rows, total = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start_date,
                                            end_date=end_date, page_size=queries.MAX_LIST_ROWS,
                                            cap=queries.MAX_LIST_ROWS, key_alias=key_alias, team_id=team_id,
-                                           model=model)
+                                           model=model, user_id=user_id, visible=visible)
     headers = {"x-litellm-spend-logs-truncated": "true"} if total > len(rows) else None
     return _json(LOG_ROWS.dump_json(LOG_ROWS.validate_python(rows)), headers=headers)
 
 
 async def _summary(admin: Admin, token: str | None, request_id: str | None, start: dt.date | dt.datetime,
-                   end: dt.date | dt.datetime) -> list[dict[str, Any]]:
-    """LiteLLM's summary: per UTC day with spend ``{<key id>: spend, "startTime", "spend", "users": {},
-    "models": {model: spend}}``, oldest first, then a zero entry for each day after the last one up to
-    ``end_date``."""
+                   end: dt.date | dt.datetime, *, user_id: str | None, team_id: str | None,
+                   visible: queries.Visible | None) -> list[dict[str, Any]]:
+    """LiteLLM's summary: per UTC day with spend ``{<key id>: spend, "startTime", "spend", "users": {user
+    id: spend}, "models": {model: spend}}`` (spend of no user under ``""``, LiteLLM's default for the
+    column), oldest first, then a zero entry for each day after the last one up to ``end_date``."""
     first, last = _as_date(start), _as_date(end)
     if (last - first).days >= SUMMARY_DAYS:
         raise RequestInvalid(f"end_date: the summary covers at most {SUMMARY_DAYS} days; narrow the dates or "
                              "pass summarize=false.", ("end_date",), code="invalid_value")
     if request_id is None:
-        spent = await queries.daily_key_model_spend(admin.db, start_date=first, end_date=last, api_key=token)
+        spent = await queries.daily_key_model_spend(admin.db, start_date=first, end_date=last, api_key=token,
+                                                    user_id=user_id, team_id=team_id, visible=visible)
     else:  # one request: its row, not the roll-ups
         rows, _ = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start,
-                                           end_date=end)
-        spent = [(utc(row["startTime"]).date(), row["api_key"], row["model"] or "", row["spend"] or 0.0)
-                 for row in rows]
+                                           end_date=end, user_id=user_id, team_id=team_id, visible=visible)
+        spent = [(utc(row["startTime"]).date(), row["api_key"], row["user"] or "", row["model"] or "",
+                  row["spend"] or 0.0) for row in rows]
     days: dict[dt.date, dict[str, Any]] = {}
-    for day, key, model, spend in spent:
+    for day, key, user, model, spend in spent:
         entry = days.setdefault(day, {"startTime": day, "spend": 0.0, "users": {}, "models": {}})
         entry["spend"] += spend
         if key:
             entry[key] = entry.get(key, 0.0) + spend
+        entry["users"][user] = entry["users"].get(user, 0.0) + spend
         entry["models"][model] = entry["models"].get(model, 0.0) + spend
     out = [_shown(days[day]) for day in sorted(days)]
     if out:
@@ -172,10 +216,11 @@ def _shown(entry: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/spend/logs/v2", summary="Spend rows, newest first, a page at a time (LiteLLM's paginated route)")
 @router.get("/spend/logs/ui", include_in_schema=False)  # LiteLLM's UI route: the admin UI reads this one
-async def spend_logs(admin: MasterAdmin,
+async def spend_logs(caller: AnyCaller,
                      api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
                      key_alias: Annotated[schemas.Alias | None, Query()] = None,
                      team_id: Annotated[schemas.TeamId | None, Query()] = None,
+                     user_id: Annotated[UserId | None, Query(description="The key's user")] = None,
                      model: Annotated[schemas.ModelName | None, Query(description="Model group or provider/model")
                                       ] = None,
                      request_id: Annotated[RequestId | None, Query()] = None,
@@ -184,26 +229,34 @@ async def spend_logs(admin: MasterAdmin,
                      end_date: Annotated[When | None, Query(description="YYYY-MM-DD (included) or ISO time")] = None,
                      page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
                      page_size: Annotated[int, Query(ge=1, le=MAX_SPEND_PAGE)] = 50) -> SpendLogsResponse:
+    admin = caller.admin
     _check_span(start_date, end_date)
-    rows, total = await queries.spend_logs(admin.db, api_key=_key_filter(admin, api_key), key_alias=key_alias,
+    token = _key_filter(admin, api_key)
+    visible = await _visible(caller, token, team_id, user_id)
+    rows, total = await queries.spend_logs(admin.db, api_key=token, key_alias=key_alias,
                                            team_id=team_id, model=model, request_id=request_id,
                                            start_date=start_date, end_date=end_date, page=page,
-                                           page_size=page_size)
+                                           page_size=page_size, user_id=user_id, visible=visible)
     return SpendLogsResponse(data=[SpendLogRow(**row) for row in rows], total=total, page=page,
                              page_size=page_size, total_pages=pages(total, page_size))
 
 
-GroupBy = Literal["day", "model", "model_group", "team", "key", "api_key"]
+GroupBy = Literal["day", "model", "model_group", "team", "key", "api_key", "user"]
 
 
-@router.get("/global/spend/report", summary="Spend per day, model, model group, team or key")
-async def spend_report(admin: MasterAdmin,
+@router.get("/global/spend/report", summary="Spend per day, model, model group, team, key or user")
+async def spend_report(caller: AnyCaller,
                        start_date: Annotated[When | None, Query(description=f"Default: {REPORT_DAYS} days ago")
                                              ] = None,
                        end_date: Annotated[When | None, Query(description="Default: today (UTC)")] = None,
                        group_by: Annotated[GroupBy, Query()] = "day",
                        api_key: Annotated[schemas.KeyRef | None, Query(description="A key or its id")] = None,
-                       team_id: Annotated[schemas.TeamId | None, Query()] = None) -> list[SpendReportEntry]:
+                       team_id: Annotated[schemas.TeamId | None, Query()] = None,
+                       user_id: Annotated[UserId | None, Query(description="The key's user")] = None,
+                       ) -> list[SpendReportEntry]:
+    admin = caller.admin
+    token = _key_filter(admin, api_key)
+    visible = await _visible(caller, token, team_id, user_id)
     today = dt.datetime.now(dt.UTC).date()
     end = end_date or today
     last = _as_date(end)
@@ -211,5 +264,5 @@ async def spend_report(admin: MasterAdmin,
     _check_span(start, end)
     entries: list[dict[str, Any]] = await queries.spend_report(
         admin.db, start_date=start, end_date=end, group_by="key" if group_by == "api_key" else group_by,
-        api_key=_key_filter(admin, api_key), team_id=team_id)
+        api_key=token, team_id=team_id, user_id=user_id, visible=visible)
     return [SpendReportEntry(**entry) for entry in entries]

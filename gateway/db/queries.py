@@ -10,20 +10,22 @@ inclusive. A bad value is a ``ValueError`` naming the parameter, and so is one w
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
 
 from gateway.db.engine import Database
-from gateway.db.models import daily_spend, teams, verification_tokens
+from gateway.db.models import daily_spend, teams, users, verification_tokens
 from gateway.db.models import spend_logs as spend_logs_table
 from gateway.db.spend import ROLLUP_SUMS
 from gateway.utc import utc
 
 MAX_PAGE_SIZE = 1000
 MAX_LIST_ROWS = 10_000  # LiteLLM's cap on /spend/logs' unpaged list (SPEND_LOGS_PAGINATION_COUNT_CAP)
-GroupBy = Literal["day", "model", "model_group", "team", "key"]
-GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key")
+GroupBy = Literal["day", "model", "model_group", "team", "key", "user"]
+GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key", "user")
 EARLIEST, LATEST = dt.date(1, 1, 2), dt.date(9999, 12, 30)
 When = TypeVar("When", dt.date, dt.datetime)
 
@@ -88,6 +90,20 @@ async def keys_with_alias_like(db: Database, alias: str, limit: int = 2) -> list
         return [row[0] for row in (await conn.execute(query)).all()]
 
 
+@dataclass(frozen=True, slots=True)
+class Visible:
+    """The spend a caller who does not read everything sees: the rows of these users, and the rows of these
+    teams (either; gateway/admin/spend.py builds it from the caller's role). None instead of one: every row."""
+
+    user_ids: Collection[str] = ()
+    team_ids: Collection[str] = ()
+
+    def where(self, user: sa.ColumnElement[Any], team: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+        either = [column.in_(sorted(values)) for column, values in ((user, self.user_ids), (team, self.team_ids))
+                  if values]
+        return sa.or_(*either) if either else sa.false()
+
+
 def _log_row(row: sa.Row[Any]) -> dict[str, Any]:
     return dict(row._mapping)
 
@@ -97,9 +113,11 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
                      start_date: dt.date | dt.datetime | str | None = None,
                      end_date: dt.date | dt.datetime | str | None = None,
                      page: int = 1, page_size: int = 50, cap: int = MAX_PAGE_SIZE,
+                     user_id: str | None = None, visible: Visible | None = None,
                      ) -> tuple[list[dict[str, Any]], int]:
     """One page of spend rows, newest first, and the number of rows matching. ``api_key`` is the key's hash
-    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model.
+    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model;
+    ``user_id`` the row's ``user`` (the key's user); ``visible`` narrows to what the caller may see.
     ``page_size`` is at most ``cap`` (``MAX_PAGE_SIZE``; LiteLLM's unpaged list asks for ``MAX_LIST_ROWS``)."""
     if not isinstance(page, int) or page < 1:
         raise ValueError("page: must be a whole number from 1")
@@ -108,9 +126,11 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
     c = spend_logs_table.c
     where: list[sa.ColumnElement[bool]] = []
     for column, value in ((c.api_key, api_key), (c.key_alias, key_alias), (c.team_id, team_id),
-                          (c.request_id, request_id)):
+                          (c.request_id, request_id), (c.user, user_id)):
         if value is not None:
             where.append(column == value)
+    if visible is not None:
+        where.append(visible.where(c.user, c.team_id))
     if model is not None:
         where.append(sa.or_(c.model_group == model, c.model == model))
     start = _moment(start_date, "start_date", end=False)
@@ -130,21 +150,35 @@ async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str
         return rows, int((await conn.execute(count_q)).scalar_one())
 
 
-async def daily_key_model_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
-                                end_date: dt.date | dt.datetime | str, api_key: str | None = None,
-                                ) -> list[tuple[dt.date, str, str, float]]:
-    """(UTC day, key hash, provider/model, spend) over the days ``start_date`` .. ``end_date`` (both included),
-    oldest first, from ``daily_spend``: what LiteLLM's summarized ``/spend/logs`` adds up per day."""
+def _daily_where(start_date: dt.date | dt.datetime | str, end_date: dt.date | dt.datetime | str,
+                 api_key: str | None, team_id: str | None, user_id: str | None, visible: Visible | None,
+                 ) -> list[sa.ColumnElement[bool]]:
+    """The roll-ups of the UTC days ``start_date`` .. ``end_date`` (both included) with these filters."""
     first, last = _day(start_date, "start_date"), _day(end_date, "end_date")
     d = daily_spend.c
     where = [d.date >= first, d.date <= last]
-    if api_key is not None:
-        where.append(d.api_key == api_key)
-    query = (sa.select(d.date, d.api_key, d.model, sa.func.sum(d.spend)).where(*where)
-             .group_by(d.date, d.api_key, d.model).order_by(d.date, d.api_key, d.model))
+    for column, value in ((d.api_key, api_key), (d.team_id, team_id), (d.user_id, user_id)):
+        if value is not None:
+            where.append(column == value)
+    if visible is not None:
+        where.append(visible.where(d.user_id, d.team_id))
+    return where
+
+
+async def daily_key_model_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
+                                end_date: dt.date | dt.datetime | str, api_key: str | None = None,
+                                user_id: str | None = None, team_id: str | None = None,
+                                visible: Visible | None = None) -> list[tuple[dt.date, str, str, str, float]]:
+    """(UTC day, key hash, user id (``""``: none), provider/model, spend) over the days ``start_date`` ..
+    ``end_date`` (both included), oldest first, from ``daily_spend``: what LiteLLM's summarized
+    ``/spend/logs`` adds up per day."""
+    d = daily_spend.c
+    where = _daily_where(start_date, end_date, api_key, team_id, user_id, visible)
+    query = (sa.select(d.date, d.api_key, d.user_id, d.model, sa.func.sum(d.spend)).where(*where)
+             .group_by(d.date, d.api_key, d.user_id, d.model).order_by(d.date, d.api_key, d.user_id, d.model))
     async with db.engine.connect() as conn:
         rows = (await conn.execute(query)).all()
-    return [(row[0], str(row[1]), str(row[2]), float(row[3] or 0.0)) for row in rows]
+    return [(row[0], str(row[1]), str(row[2] or ""), str(row[3]), float(row[4] or 0.0)) for row in rows]
 
 
 def _key_label(api_key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
@@ -159,17 +193,18 @@ def _key_label(api_key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
 
 async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
                        end_date: dt.date | dt.datetime | str, group_by: GroupBy,
-                       api_key: str | None = None, team_id: str | None = None) -> list[dict[str, Any]]:
+                       api_key: str | None = None, team_id: str | None = None, user_id: str | None = None,
+                       visible: Visible | None = None) -> list[dict[str, Any]]:
     """Spend and counts per group over the UTC days ``start_date`` .. ``end_date`` (both included), from
     ``daily_spend``. ``group_by``: ``day`` (key ``date``, oldest first), ``model`` (the deployment's
-    provider/model), ``model_group``, ``team`` (``team_id``, ``team_alias``) or ``key`` (``api_key``, the hash,
-    with ``key_alias``, also for a deleted key and the master key: ``_key_label``); all but ``day`` are ordered
+    provider/model), ``model_group``, ``team`` (``team_id``, ``team_alias``), ``key`` (``api_key``, the hash,
+    with ``key_alias``, also for a deleted key and the master key: ``_key_label``) or ``user`` (``user_id``,
+    ``user_alias``, ``user_email``); all but ``day`` are ordered
     by spend, highest first. Each entry also carries ``spend``, ``requests``, ``failed_requests``,
     ``prompt_tokens``, ``completion_tokens``, ``cached_tokens``, ``cache_hits``, ``cache_misses``.
-    A row without a key or team is grouped under ``""``."""
+    A row without a key, team or user is grouped under ``""``. ``visible`` narrows to what the caller may see."""
     if group_by not in GROUP_BY:
         raise ValueError(f"group_by: one of {', '.join(GROUP_BY)}")
-    first, last = _day(start_date, "start_date"), _day(end_date, "end_date")
     d = daily_spend.c
     sums = [sa.func.sum(d[name]).label(name) for name in ROLLUP_SUMS]
     source: sa.FromClause = daily_spend
@@ -184,15 +219,14 @@ async def spend_report(db: Database, *, start_date: dt.date | dt.datetime | str,
     elif group_by == "team":
         source = daily_spend.outerjoin(teams, teams.c.team_id == d.team_id)
         keys = [d.team_id, teams.c.team_alias]
+    elif group_by == "user":
+        source = daily_spend.outerjoin(users, users.c.user_id == d.user_id)
+        keys = [d.user_id, users.c.user_alias, users.c.user_email]
     else:
         source = daily_spend.outerjoin(verification_tokens, verification_tokens.c.token == d.api_key)
         keys = [d.api_key]
         labels = [_key_label(d.api_key)]
-    where = [d.date >= first, d.date <= last]
-    if api_key is not None:
-        where.append(d.api_key == api_key)
-    if team_id is not None:
-        where.append(d.team_id == team_id)
+    where = _daily_where(start_date, end_date, api_key, team_id, user_id, visible)
     order = keys[0].asc() if group_by == "day" else sa.desc("spend")
     query = sa.select(*keys, *labels, *sums).select_from(source).where(*where).group_by(*keys).order_by(order, keys[0])
     async with db.engine.connect() as conn:

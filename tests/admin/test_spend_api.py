@@ -83,17 +83,16 @@ async def test_spend_logs_answers_as_litellm_does(env: AdminEnv):
     assert [(d["startTime"], d["spend"]) for d in days] == [("2026-11-30", 1.5), ("2026-12-01", 1.5),
                                                           ("2026-12-02", 0), ("2026-12-03", 0)]
     first = days[0]
-    assert first[a["token"]] == 1.0 and first[b["token"]] == 0.5 and first["users"] == {}
+    assert first[a["token"]] == 1.0 and first[b["token"]] == 0.5 and first["users"] == {"": 1.5}
     assert first["models"] == {"typesafe/jev-latest": 0.75, "local/smollm2": 0.75}
     only_b = await listed(start_date="2026-11-30", end_date="2026-12-01", api_key=b["token"])
     assert [(d["spend"], a["token"] in d) for d in only_b] == [(0.5, False), (0.5, False)]
     one = await listed(start_date="2026-11-30", end_date="2026-11-30", request_id="req-03")
-    assert one == [{"startTime": "2026-11-30", "spend": 0.25, b["token"]: 0.25, "users": {},
+    assert one == [{"startTime": "2026-11-30", "spend": 0.25, b["token"]: 0.25, "users": {"": 0.25},
                     "models": {"typesafe/jev-latest": 0.25}}]
     assert await listed(start_date="2027-01-01", end_date="2027-01-02") == []
 
-    error = error_of(await admin.get("/spend/logs", params={"user_id": "someone"}), 400)
-    assert error["param"] == "user_id" and "not supported here" in error["message"]
+    assert await listed(user_id="someone") == []  # the rows' user (none here: tests/admin/test_spend_by_user.py)
     for bad, field in (({"api_key": "neither"}, "api_key"), ({"start_date": "yesterday"}, "start_date"),
                        ({"summarize": "maybe"}, "summarize"),
                        ({"start_date": "2026-12-02", "end_date": "2026-12-01"}, "start_date"),
@@ -123,7 +122,9 @@ async def test_spend_report_groups(env: AdminEnv):
     assert [k["requests"] for k in await report(group_by="key", api_key=b["key"])] == [4]
     assert [t["requests"] for t in await report(group_by="team", team_id=team_id)] == [8]
     assert (await admin.get("/global/spend/report")).status_code == 200  # the last 30 days by default
-    assert error_of(await admin.get("/global/spend/report", params={"group_by": "user"}), 400)["param"] == "group_by"
+    assert [(u["user_id"], u["requests"]) for u in await report(group_by="user")] == [("", 12)]
+    assert error_of(await admin.get("/global/spend/report", params={"group_by": "customer"}), 400)["param"] == \
+        "group_by"
 
 
 async def test_spend_logs_caps_its_list_as_litellm_does(sqlite_env: AdminEnv):

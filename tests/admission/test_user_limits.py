@@ -22,7 +22,7 @@ from gateway.db.engine import open_database
 from gateway.db.models import User, verification_tokens
 from tests.conftest import start_gateway
 from tests.fakes.typesafe import FakeTypeSafe
-from tests.shared_state.conftest import REDIS_URL
+from tests.shared_state.conftest import REDIS_URL, wait_for
 
 MASTER = "sk-master-user-limits-0123456789"
 UPSTREAM_KEY = "ts-user-limits-upstream-key"
@@ -158,3 +158,31 @@ def test_the_scopes_run_key_then_team_then_user():
     assert [(s.kind, s.id, s.name) for s in scopes_of(who)] == [
         ("key", "h", "key 'k'"), ("team", "t", "team 'T'"), ("user", "u-1", "user 'u-1'")]
     assert [s.kind for s in scopes_of(Identity(key_hash="h", user_id="u-1", user_limits=Limits()))] == []
+
+
+def test_a_users_calls_reach_its_spend_rows_and_its_database_spend(pair):
+    """What the gateway logs for a user's keys carries the user: /spend/logs?user_id= finds the rows, each
+    with its "user", and the drain adds their cost to users.spend."""
+    first, second, url = pair
+    user_id, (a, b) = user_keys(first, url)
+    total = cost(ask(first, a)) + cost(ask(second, b))
+
+    def rows() -> list[dict]:
+        r = httpx.get(first.url + "/spend/logs", params={"user_id": user_id},
+                      headers={"Authorization": f"Bearer {MASTER}"}, timeout=20)
+        assert r.status_code == 200, r.text
+        return r.json() if len(r.json()) == 2 else []
+
+    found = wait_for(rows, what=f"the two spend rows of {user_id}")
+    assert {row["user"] for row in found} == {user_id}
+    assert sum(row["spend"] for row in found) == pytest.approx(total, abs=2e-6)
+
+    async def spent() -> float:
+        db = await open_database(url, auto_migrate=False)
+        try:
+            async with db.engine.connect() as conn:
+                return float((await conn.execute(sa.select(User.spend).where(User.user_id == user_id))).scalar_one())
+        finally:
+            await db.close()
+
+    wait_for(lambda: asyncio.run(spent()) == pytest.approx(total, abs=2e-6), what="users.spend to hold the calls")

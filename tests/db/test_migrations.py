@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import sqlalchemy as sa
 
 from gateway.db.cli import migrate_main
 from gateway.db.engine import Database, current_revision, head_revision, migrate, open_database
-from gateway.db.models import Base
+from gateway.db.models import Base, daily_spend
 from tests.db.conftest import TABLES, PgDatabases
 
 INDEXES = {
@@ -61,6 +62,48 @@ async def test_the_chain_goes_up_down_and_up_again(fresh_url: str) -> None:
 
         await migrate(db, "head")
         assert await current_revision(db) == head
+        assert await model_differences(db) == []
+    finally:
+        await db.close()
+
+
+async def test_0003_downgrade_merges_the_users_daily_rows_and_upgrade_keeps_the_sums(fresh_url: str) -> None:
+    """daily_spend rows that differ only by user_id become one row on the way down to 0002, their sums
+    added; back up at head, that row is the no-user ('') one, with the same sums."""
+    db = await open_database(fresh_url)
+    try:
+        day = dt.date(2026, 11, 30)
+        one = {"date": day, "api_key": "hash-a", "team_id": "team-a", "model_group": "jev", "model": "typesafe/jev"}
+        other = {**one, "model": "typesafe/other"}
+        rows = [{**one, "user_id": user, "spend": spend, "requests": requests, "failed_requests": 1,
+                 "prompt_tokens": 10 * requests, "completion_tokens": requests, "cached_tokens": 2,
+                 "cache_hits": 1, "cache_misses": 0}
+                for user, spend, requests in (("u-1", 0.25, 1), ("u-2", 0.5, 2), ("", 1.25, 3))]
+        rows.append({**other, "user_id": "u-1", "spend": 2.0, "requests": 4, "failed_requests": 0,
+                     "prompt_tokens": 40, "completion_tokens": 4, "cached_tokens": 0, "cache_hits": 0,
+                     "cache_misses": 4})
+        async with db.engine.begin() as conn:
+            await conn.execute(sa.insert(daily_spend), rows)
+        merged = {"typesafe/jev": (2.0, 6, 3, 60, 6, 6, 3, 0), "typesafe/other": (2.0, 4, 0, 40, 4, 0, 0, 4)}
+        sums = ("spend", "requests", "failed_requests", "prompt_tokens", "completion_tokens", "cached_tokens",
+                "cache_hits", "cache_misses")
+
+        async def read(with_user: bool) -> dict[tuple[str, ...], tuple[object, ...]]:
+            names = ["model", *(["user_id"] if with_user else []), *sums]
+            query = sa.text(f"SELECT {', '.join(names)} FROM daily_spend")
+            async with db.engine.connect() as conn:
+                return {tuple(row[:-len(sums)]): tuple(row[-len(sums):]) for row in (await conn.execute(query)).all()}
+
+        await migrate(db, "0002_route_grants", downgrade=True)
+        assert await current_revision(db) == "0002_route_grants"
+        async with db.engine.connect() as conn:
+            columns = await conn.run_sync(lambda c: {col["name"] for col in sa.inspect(c).get_columns("daily_spend")})
+        assert "user_id" not in columns
+        assert await read(False) == {(model,): sums_ for model, sums_ in merged.items()}
+
+        await migrate(db, "head")
+        assert await current_revision(db) == head_revision()
+        assert await read(True) == {(model, ""): sums_ for model, sums_ in merged.items()}
         assert await model_differences(db) == []
     finally:
         await db.close()

@@ -92,7 +92,7 @@ async def test_report_by_key_team_and_model(filled: Database) -> None:
 
 async def test_report_refuses_an_unknown_grouping(filled: Database) -> None:
     with pytest.raises(ValueError, match="group_by"):
-        await spend_report(filled, start_date="2026-11-30", end_date="2026-11-30", group_by="user")  # type: ignore[arg-type]
+        await spend_report(filled, start_date="2026-11-30", end_date="2026-11-30", group_by="customer")  # type: ignore[arg-type]
 
 
 async def test_models_read_and_write_through_the_orm(db: Database) -> None:
