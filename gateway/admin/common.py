@@ -9,8 +9,12 @@
    zstd, gzip or deflate as on the decision routes, is undone) and a JSON body parsed strictly
    (``gateway/admin/body.py``: a repeated key, ``NaN`` or a lone surrogate is a 400 naming the field).
 
-Then the route's dependency decides: ``master_admin`` (the master key only; 403 ``admin_only``
-for a virtual key) or ``caller_admin`` (any valid key; the route limits what it sees). Every
+Then the route's dependency decides, by the caller's role (``gateway/auth/roles.py``):
+``master_admin`` (a proxy admin: the master key or a ``proxy_admin`` user's key; 403 ``read_only``
+for a viewer, ``admin_only`` otherwise), ``reader_admin`` (a proxy admin or viewer), ``key_writer``
+(anyone who may change some key: its own as an internal user, its teams' as their admin),
+``key_reader`` (anyone with a user or an administered team) or ``caller_admin`` (any valid key;
+the route limits what it sees). Every
 ``DecisionError``, validation error and ``HTTPException`` is answered as
 ``{"error": {"message", "type", "param", "code"}}``.
 
@@ -38,7 +42,8 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from gateway.admin.body import parse_admin_json
-from gateway.admin.service import Admin
+from gateway.admin.service import Admin, refused
+from gateway.auth import roles
 from gateway.auth.errors import PermissionDenied
 from gateway.auth.identity import Authenticator
 from gateway.auth.records import Identity
@@ -188,8 +193,9 @@ _api_key = APIKeyHeader(name="x-api-key", auto_error=False)
 def master_admin(request: Request, _b: Annotated[Any, Depends(_bearer)],
                  _k: Annotated[Any, Depends(_api_key)]) -> Admin:
     identity: Identity = request.state.admin_identity
-    if not identity.is_master:
-        raise PermissionDenied("Only the master key may use this admin route.", code="admin_only")
+    if not roles.writes_all(identity):
+        raise refused(identity, "Only a proxy admin (the master key, or a proxy_admin user's key) may use this "
+                      "admin route.")
     return _admin(request)
 
 
@@ -198,8 +204,38 @@ def caller_admin(request: Request, _b: Annotated[Any, Depends(_bearer)],
     return Caller(identity=request.state.admin_identity, admin=_admin(request))
 
 
+def reader_admin(request: Request, _b: Annotated[Any, Depends(_bearer)],
+                 _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    identity: Identity = request.state.admin_identity
+    if not roles.reads_all(identity):
+        raise PermissionDenied("Only a proxy admin or viewer may use this admin route.", code="admin_only")
+    return Caller(identity=identity, admin=_admin(request))
+
+
+def key_writer(request: Request, _b: Annotated[Any, Depends(_bearer)],
+               _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    """A caller that may change some key (checked before the body: nobody else learns what it should hold)."""
+    identity: Identity = request.state.admin_identity
+    if not (roles.writes_all(identity) or roles.manages_own_keys(identity) or roles.admin_teams(identity)):
+        raise refused(identity, "This caller may change no key: a proxy admin changes any, an internal user its "
+                      "own, a team admin its team's.")
+    return Caller(identity=identity, admin=_admin(request))
+
+
+def key_reader(request: Request, _b: Annotated[Any, Depends(_bearer)],
+               _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    """A caller that may list keys: a proxy admin or viewer, a user (its own) or a team admin (its teams')."""
+    identity: Identity = request.state.admin_identity
+    if not (roles.reads_all(identity) or identity.user_id is not None or roles.admin_teams(identity)):
+        raise PermissionDenied("A key of no user may read only its own info (/key/info).", code="admin_only")
+    return Caller(identity=identity, admin=_admin(request))
+
+
 MasterAdmin = Annotated[Admin, Depends(master_admin)]
 AnyCaller = Annotated[Caller, Depends(caller_admin)]
+ReadAll = Annotated[Caller, Depends(reader_admin)]
+KeyWriter = Annotated[Caller, Depends(key_writer)]
+KeyReader = Annotated[Caller, Depends(key_reader)]
 
 
 def pages(total: int, size: int) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -66,6 +66,12 @@ ModelName = Text
 Alias = Annotated[Text, AfterValidator(_trimmed)]  # unique among keys ignoring case (gateway/admin/service.py)
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
 TeamId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")]
+# A user's id (LiteLLM's are free text, often an email): printable ASCII without spaces.
+UserId = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")]
+_EMAIL = r"^[^\s@\x00-\x1f\x7f]+@[^\s@\x00-\x1f\x7f]+$"
+Email = Annotated[str, StringConstraints(min_length=3, max_length=320, pattern=_EMAIL)]
+UserRole = Literal["proxy_admin", "proxy_admin_viewer", "internal_user", "internal_user_viewer"]
+TeamRole = Literal["admin", "user"]
 # A key or its id (the 64-hex-digit hash): printable ASCII, no spaces.
 KeyRef = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
 DurationText = Annotated[str, StringConstraints(max_length=16), AfterValidator(_check_duration)]
@@ -86,8 +92,8 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class LimitFields(Strict):
-    """What keys and teams share: models, budget, limits, metadata, blocked."""
+class BudgetFields(Strict):
+    """What keys, teams and users share: models, budget, limits, metadata."""
 
     models: Models | None = Field(None, description="Model groups it may call; empty: all (within the team's)")
     max_budget: Money | None = Field(None, description="USD per budget period; no limit when null")
@@ -96,6 +102,11 @@ class LimitFields(Strict):
     rpm_limit: Limit | None = None
     max_parallel_requests: Limit | None = None
     metadata: Metadata | None = None
+
+
+class LimitFields(BudgetFields):
+    """What keys and teams share besides: blocked, the routes they may call."""
+
     blocked: bool | None = None
     allowed_routes: Routes | None = Field(None, description="Routes it may call; empty: every decision route")
     allowed_passthrough_routes: Routes | None = Field(
@@ -106,9 +117,8 @@ class LimitFields(Strict):
 # LiteLLM's GenerateKeyRequest / UpdateKeyRequest fields this gateway does not act on, and why. Each is
 # accepted only at LiteLLM's default (null, {}, [], false; key_type "default"), which a client may send
 # for a field it leaves alone; any other value is a 400 naming the field as not supported here.
-NO_USERS = "this gateway has no users yet; give the key a team_id"
 UNSUPPORTED_KEY_FIELDS: dict[str, str] = {
-    "user_id": NO_USERS, "agent_id": "this gateway has no agents",
+    "agent_id": "this gateway has no agents",
     "organization_id": "this gateway has no organizations", "project_id": "this gateway has no projects",
     "soft_budget": "no soft-budget alerts are sent here; use max_budget",
     "model_max_budget": "budgets are per key and per team here, not per model",
@@ -142,24 +152,56 @@ LITELLM_DEFAULTS: dict[str, Any] = {"key_type": "default"}
 CHOSEN_KEY = "the gateway makes every key, so that none is guessable or reused"
 
 
+# LiteLLM's NewUserRequest / UpdateUserRequest and team member fields this gateway does not act on
+# (besides the key fields above that those requests carry too), refused alike.
+USER_KEY_FIELDS = "change the user's keys with /key/update"
+NO_MEMBER_LIMITS = "a team member has no budget or limits of its own here; set them on the user or its keys"
+UNSUPPORTED_USER_FIELDS: dict[str, str] = {
+    "send_invite_email": "this gateway sends no email", "sso_user_id": "this gateway has no single sign-on",
+    "organizations": "this gateway has no organizations", "password": "users sign in with keys here",
+    "model_max_budget": "budgets are per user, key and team here, not per model",
+    "blocked": "block the user's keys with /key/block", "max_budget_in_team": NO_MEMBER_LIMITS,
+    "allowed_models": NO_MEMBER_LIMITS, "temp_budget_increase": "raise max_budget instead",
+    "temp_budget_expiry": "raise max_budget instead",
+}
+UPDATE_USER_FIELDS: dict[str, str] = {"key_alias": USER_KEY_FIELDS, "duration": USER_KEY_FIELDS,
+                                      "team_id": "add the user to a team with /team/member_add"}
+_WHY = {**UNSUPPORTED_KEY_FIELDS, **UNSUPPORTED_USER_FIELDS, **UPDATE_USER_FIELDS,
+        "spend": "a new user starts with no spend; set it with /user/update"}
+
+
 def _refuse_unsupported(value: Any, info: ValidationInfo) -> Any:
     name = info.field_name or ""
     if value in (None, {}, [], False) or value == LITELLM_DEFAULTS.get(name):
         return None
-    why = CHOSEN_KEY if name == "key" else UNSUPPORTED_KEY_FIELDS[name]
+    why = CHOSEN_KEY if name == "key" else _WHY[name]
     raise ValueError(f"is not supported here ({why}); leave it out")
 
 
-UnsupportedKeyFields: type[Strict] = create_model(  # type: ignore[call-overload]
-    "UnsupportedKeyFields", __base__=Strict,
-    __validators__={"refused": field_validator(*UNSUPPORTED_KEY_FIELDS, mode="before")(_refuse_unsupported)},
-    **{name: (Any, Field(None, description=f"Not supported here: {why}"))
-       for name, why in UNSUPPORTED_KEY_FIELDS.items()})
+def _refusing(model_name: str, names: list[str]) -> type[Strict]:
+    """A base model whose fields ``names`` accept only LiteLLM's defaults, refusing anything else by name."""
+    return create_model(  # type: ignore[call-overload]
+        model_name, __base__=Strict,
+        __validators__={"refused": field_validator(*names, mode="before")(_refuse_unsupported)},
+        **{name: (Any, Field(None, description=f"Not supported here: {_WHY[name]}")) for name in names})
+
+
+UnsupportedKeyFields: type[Strict] = _refusing("UnsupportedKeyFields", list(UNSUPPORTED_KEY_FIELDS))
+_USER_REFUSED = [name for name in UNSUPPORTED_KEY_FIELDS if name not in ("model_max_budget", "send_invite_email")]
+_USER_ONLY = ["send_invite_email", "sso_user_id", "organizations", "password", "model_max_budget", "blocked"]
+UnsupportedNewUserFields: type[Strict] = _refusing(
+    "UnsupportedNewUserFields", [n for n in _USER_REFUSED if n != "model_max_budget"] + _USER_ONLY + ["spend"])
+UnsupportedUpdateUserFields: type[Strict] = _refusing(
+    "UnsupportedUpdateUserFields", [n for n in _USER_REFUSED if n != "model_max_budget"]
+    + [n for n in _USER_ONLY if n not in ("send_invite_email", "sso_user_id", "organizations")]
+    + list(UPDATE_USER_FIELDS))
 
 
 class KeyFields(LimitFields, UnsupportedKeyFields):  # type: ignore[misc,valid-type]
     key_alias: Alias | None = None
     team_id: TeamId | None = None
+    user_id: UserId | None = Field(None, description="The key's internal user (it must exist); the key acts "
+                                   "with the user's role, models and limits")
     tags: Tags | None = None
 
 
@@ -214,7 +256,15 @@ class DeleteTeamsRequest(Strict):
 # ---- responses ----------------------------------------------------------------------------------
 
 
-class LimitInfo(BaseModel):
+class Readable(BaseModel):
+    @field_validator("*", mode="before")
+    @classmethod
+    def _readable(cls, value: Any) -> Any:
+        """A stored row as JSON can show it: a listing never fails on a row written by hand."""
+        return readable(value)
+
+
+class LimitInfo(Readable):
     models: list[str]
     max_budget: float | None
     budget_duration: str | None
@@ -230,18 +280,13 @@ class LimitInfo(BaseModel):
     created_at: datetime | None
     updated_at: datetime | None
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _readable(cls, value: Any) -> Any:
-        """A stored row as JSON can show it: a listing never fails on a row written by hand."""
-        return readable(value)
-
 
 class KeyInfo(LimitInfo):
     token: str = Field(description="The key's id: its keyed hash, never the key")
     key_name: str | None = Field(description="What may be shown of the key: 'sk-abcd...'")
     key_alias: str | None
     team_id: str | None
+    user_id: str | None = None
     expires: datetime | None
     tags: list[str]
 
@@ -277,13 +322,22 @@ class DeleteKeysResponse(BaseModel):
     deleted_keys: list[str] = Field(description="The ids (tokens) of the keys deleted")
 
 
+class TeamMember(BaseModel):
+    """One of LiteLLM's ``members_with_roles``."""
+
+    user_id: str
+    user_email: str | None = None
+    role: str
+
+
 class TeamInfo(LimitInfo):
     team_id: str
     team_alias: str | None
+    members_with_roles: list[TeamMember] = Field(default_factory=list)
 
 
 class TeamListItem(TeamInfo):
-    members_count: int = Field(0, description="Always 0: this gateway has no team members")
+    members_count: int = Field(0, description="How many members the team has")
     keys_count: int
 
 
@@ -306,3 +360,175 @@ class TeamInfoResponse(BaseModel):
 class DeleteTeamsResponse(BaseModel):
     deleted_teams: list[str]
     deleted_keys: int
+
+
+# ---- users and team members ---------------------------------------------------------------------
+
+
+class UserFields(BudgetFields):
+    """A user's models and budget bound all its keys together."""
+
+    user_alias: Alias | None = None
+    user_email: Email | None = None
+    user_role: UserRole | None = Field(None, description="LiteLLM's proxy role (a new user: internal_user)")
+
+
+class NewUserTeam(Strict):
+    """A team the new user joins, and its role there (LiteLLM's ``NewUserRequestTeam``)."""
+
+    team_id: TeamId
+    user_role: TeamRole = "user"
+    max_budget_in_team: Any = Field(None, description=f"Not supported here: {NO_MEMBER_LIMITS}")
+
+    _refused = field_validator("max_budget_in_team", mode="before")(_refuse_unsupported)
+
+
+class NewUserRequest(UserFields, UnsupportedNewUserFields):  # type: ignore[misc,valid-type]
+    user_id: UserId | None = Field(None, description="Chosen id; a UUID when left out")
+    teams: Annotated[list[TeamId | NewUserTeam], Field(max_length=MAX_BATCH)] | None = Field(
+        None, description="Teams it joins: ids (as a member) or {team_id, user_role: admin|user}")
+    team_id: TeamId | None = Field(None, description="A team it joins as a member, and its key's team")
+    auto_create_key: bool = Field(True, description="Also make a key for the user (shown once, as key)")
+    key_alias: Alias | None = Field(None, description="The new key's alias")
+    duration: DurationText | None = Field(None, description="The new key's lifetime")
+
+
+class UpdateUserRequest(UserFields, UnsupportedUpdateUserFields):  # type: ignore[misc,valid-type]
+    user_id: UserId | None = Field(None, description="The user (or give user_email alone to name it)")
+    spend: Money | None = Field(None, description="Set the user's spend of the current budget period")
+
+
+class DeleteUsersRequest(Strict):
+    user_ids: Annotated[list[UserId], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+def _refuse_member_limit(value: Any) -> Any:
+    if value in (None, {}, [], False):
+        return None
+    raise ValueError(f"is not supported here ({NO_MEMBER_LIMITS}); leave it out")
+
+
+class Member(Strict):
+    user_id: UserId | None = None
+    user_email: Email | None = None
+    role: TeamRole = Field(description="admin: manages the team's keys; user: a member")
+
+
+class TeamMemberAddRequest(Strict):
+    team_id: TeamId
+    member: Member | Annotated[list[Member], Field(min_length=1, max_length=MAX_BATCH)]
+    max_budget_in_team: Any = Field(None, description=f"Not supported here: {NO_MEMBER_LIMITS}")
+    budget_duration: Any = Field(None, description=f"Not supported here: {NO_MEMBER_LIMITS}")
+    allowed_models: Any = Field(None, description=f"Not supported here: {NO_MEMBER_LIMITS}")
+
+    _refused = field_validator("max_budget_in_team", "budget_duration", "allowed_models",
+                               mode="before")(_refuse_member_limit)
+
+
+class TeamMemberDeleteRequest(Strict):
+    team_id: TeamId
+    user_id: UserId | None = None
+    user_email: Email | None = None
+
+
+class TeamMemberUpdateRequest(TeamMemberDeleteRequest):
+    role: TeamRole | None = None
+    max_budget_in_team: Any = None
+    tpm_limit: Any = None
+    rpm_limit: Any = None
+    budget_duration: Any = None
+    allowed_models: Any = None
+    temp_budget_increase: Any = None
+    temp_budget_expiry: Any = None
+    model_max_budget: Any = None
+
+    _refused = field_validator("max_budget_in_team", "tpm_limit", "rpm_limit", "budget_duration", "allowed_models",
+                               "temp_budget_increase", "temp_budget_expiry", "model_max_budget",
+                               mode="before")(_refuse_member_limit)
+
+
+class UserInfo(Readable):
+    """LiteLLM's ``LiteLLM_UserTable`` as this gateway keeps it; ``teams`` the ids of its teams."""
+
+    user_id: str
+    user_alias: str | None
+    user_email: str | None
+    user_role: str
+    models: list[str]
+    max_budget: float | None
+    budget_duration: str | None
+    budget_reset_at: datetime | None
+    spend: Cost
+    tpm_limit: int | None
+    rpm_limit: int | None
+    max_parallel_requests: int | None
+    metadata: dict[str, Any]
+    teams: list[str]
+    team_roles: dict[str, str] = Field(default_factory=dict, description="team id -> admin | user")
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+class UserListItem(UserInfo):
+    key_count: int
+
+
+class UserListResponse(BaseModel):
+    users: list[UserListItem]
+    total: int
+    page: int
+    page_size: int
+    total_pages: int
+
+
+class CallerInfo(BaseModel):
+    """Who is asking (``/user/info`` without ``user_id``): what the UI shows follows from it."""
+
+    role: str | None = Field(description="proxy_admin (the master key too), proxy_admin_viewer, internal_user, "
+                             "internal_user_viewer, or null for a key of no user")
+    admin_teams: list[str]
+    team_id: str | None = Field(description="The calling key's team")
+    user_id: str | None
+    key: str | None = Field(None, description="The calling key's id (token); null for the master key")
+
+
+class UserInfoResponse(BaseModel):
+    user_id: str | None
+    user_info: UserInfo | None
+    keys: list[KeyInfo]
+    teams: list[TeamInfo]
+    caller: CallerInfo | None = None
+
+
+class NewUserResponse(UserInfo):
+    """LiteLLM's ``NewUserResponse``: the user and, with ``auto_create_key``, its key (shown once)."""
+
+    key: str | None = Field(None, description="The new key itself: shown this once")
+    token: str | None = Field(None, description="The new key's id")
+    key_name: str | None = None
+    key_alias: str | None = None
+    expires: datetime | None = None
+    team_id: str | None = Field(None, description="The new key's team")
+
+
+class DeleteUsersResponse(BaseModel):
+    deleted_users: list[str]
+    deleted_keys: int
+
+
+class TeamMembership(BaseModel):
+    team_id: str
+    user_id: str
+    role: str
+
+
+class TeamAddMemberResponse(TeamInfo):
+    updated_users: list[UserInfo]
+    updated_team_memberships: list[TeamMembership]
+
+
+class TeamMemberUpdateResponse(BaseModel):
+    team_id: str
+    user_id: str
+    user_email: str | None
+    role: str

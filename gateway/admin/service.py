@@ -15,18 +15,20 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from gateway.admin import schemas
-from gateway.auth import store
+from gateway.auth import roles, store, user_store
 from gateway.auth.durations import expires_at, next_reset
+from gateway.auth.errors import PermissionDenied
 from gateway.auth.keys import KEY_PREFIX, KeyHasher, display_prefix, generate_key, is_hash_id
-from gateway.auth.records import ALL_MODELS, KeyRecord, TeamRecord, allowed_models
+from gateway.auth.records import ALL_MODELS, Identity, KeyRecord, Membership, TeamRecord, UserRecord, allowed_models
 from gateway.config.registry import ModelRegistry
 from gateway.db import queries
 from gateway.db.engine import Database
-from gateway.db.models import new_team_id
+from gateway.db.models import new_team_id, new_user_id
 from providers.registry import PROVIDERS
-from translators.errors import DecisionError, RequestInvalid
+from translators.errors import DecisionError, RequestInvalid, Where
 
-Saved = TypeVar("Saved", KeyRecord, TeamRecord)
+Saved = TypeVar("Saved", KeyRecord, TeamRecord, UserRecord)
+MASTER = Identity.master()  # who the CLI acts as (it holds the database)
 
 
 class NotFound(DecisionError):
@@ -78,7 +80,7 @@ def _limit_columns(req: schemas.LimitFields, now: datetime, *, only_set: bool) -
 def _key_columns(req: schemas.KeyFields, now: datetime, *, only_set: bool) -> dict[str, Any]:
     values = _limit_columns(req, now, only_set=only_set)
     given = req.model_fields_set if only_set else set(type(req).model_fields)
-    for name in ("key_alias", "team_id"):
+    for name in ("key_alias", "team_id", "user_id"):
         if name in given:
             values[name] = getattr(req, name)
     if "tags" in given:
@@ -140,10 +142,72 @@ async def _check_key_columns(admin: Admin, values: dict[str, Any], current: KeyR
                              code="model_not_in_team")
 
 
-async def create_key(admin: Admin, req: schemas.GenerateKeyRequest) -> tuple[str, KeyRecord]:
-    """(the key, shown once; its record)."""
+def refused(identity: Identity, why: str, field: str | None = None) -> PermissionDenied:
+    """403 for a caller that may not do this: ``read_only`` for a viewer, ``admin_only`` otherwise."""
+    viewer = roles.role_of(identity) in (roles.PROXY_ADMIN_VIEWER, roles.INTERNAL_USER_VIEWER)
+    return PermissionDenied(why, code="read_only" if viewer else "admin_only",
+                            loc=Where(field) if field else None)
+
+
+async def _check_owner(admin: Admin, identity: Identity, team_id: str | None, user_id: str | None) -> None:
+    """The key's user exists, and the caller may make or keep a key with this team and user
+    (``roles.may_own``); a team admin gives its team's keys only to itself or to the team's members
+    whose role is an internal user's, never to a proxy admin or viewer (that would make an admin key)."""
+    user = None
+    if user_id is not None:
+        user = await user_store.get_user(admin.db, user_id)
+        if user is None:
+            raise NotFound("user_id names no user; make it with /user/new first.", "user_id")
+    if roles.writes_all(identity):
+        return
+    problem = roles.may_own(identity, team_id, user_id)
+    if problem is not None:
+        field, _, why = problem.partition(": ")
+        raise refused(identity, f"{why[:1].upper()}{why[1:]}.", field)
+    if user is not None and user_id != identity.user_id:
+        member = any(m.team_id == team_id for m in user.teams)
+        if not member or user.user_role not in (roles.INTERNAL_USER, roles.INTERNAL_USER_VIEWER):
+            raise refused(identity, "A team admin gives the team's keys only to itself or to the team's members "
+                          "who are internal users (never to a proxy admin or viewer).", "user_id")
+
+
+def _check_spend(identity: Identity, req: Any, team_id: str | None) -> None:
+    """Only a proxy admin, or the team's admin, sets a key's spend (an internal user may not clear its own)."""
+    if getattr(req, "spend", None) is None or roles.writes_all(identity):
+        return
+    if team_id is not None and team_id in roles.admin_teams(identity):
+        return
+    raise refused(identity, "Only a proxy admin or the key's team admin may set a key's spend.", "spend")
+
+
+async def writable_key(admin: Admin, identity: Identity, ref: str, *, by_alias: bool = False) -> KeyRecord:
+    """The key, when the caller may change it as it is now; 403 otherwise (and, for a caller that does
+    not read every key, for a key that is not there, so that nothing shows whether others' keys exist)."""
+    if roles.writes_all(identity):
+        return await find_key(admin, ref, by_alias=by_alias)
+    try:
+        record = await find_key(admin, ref, by_alias=by_alias)
+    except NotFound:
+        if roles.reads_all(identity):
+            raise
+        record = None
+    if record is None or not roles.writes_key(identity, record):
+        raise refused(identity, "This key is not one the caller may change (its own keys, or its teams' as "
+                      "their admin).", "key")
+    await _check_owner(admin, identity, record.team_id, record.user_id)
+    return record
+
+
+async def create_key(admin: Admin, req: schemas.GenerateKeyRequest,
+                     identity: Identity = MASTER) -> tuple[str, KeyRecord]:
+    """(the key, shown once; its record). An internal user's key is its own unless it names a user."""
     now = datetime.now(UTC)
     values = _key_columns(req, now, only_set=False)
+    if (values.get("user_id") is None and not roles.writes_all(identity) and identity.user_id is not None
+            and values.get("team_id") not in roles.admin_teams(identity)):
+        values["user_id"] = identity.user_id
+    await _check_owner(admin, identity, values.get("team_id"), values.get("user_id"))
+    _check_spend(identity, req, values.get("team_id"))
     await _check_key_columns(admin, values)
     key = generate_key()
     values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key), spend=req.spend or 0.0)
@@ -165,25 +229,39 @@ async def find_key(admin: Admin, ref: str, *, by_alias: bool = False) -> KeyReco
     return record
 
 
-async def update_key(admin: Admin, req: schemas.UpdateKeyRequest) -> KeyRecord:
-    current = await find_key(admin, req.key)
+async def _check_change(admin: Admin, identity: Identity, values: dict[str, Any], current: KeyRecord,
+                        req: Any) -> None:
+    """The key as it will be: its owner is one the caller may give it, and only who may sets its spend."""
+    team_id = values["team_id"] if "team_id" in values else current.team_id
+    user_id = values["user_id"] if "user_id" in values else current.user_id
+    if ("team_id" in values or "user_id" in values) and (team_id, user_id) != (current.team_id, current.user_id):
+        await _check_owner(admin, identity, team_id, user_id)
+    _check_spend(identity, req, team_id)
+
+
+async def update_key(admin: Admin, req: schemas.UpdateKeyRequest, identity: Identity = MASTER) -> KeyRecord:
+    current = await writable_key(admin, identity, req.key)
     values = _key_columns(req, datetime.now(UTC), only_set=True)
     if "spend" in req.model_fields_set:
         values["spend"] = req.spend or 0.0
+    await _check_change(admin, identity, values, current, req)
     await _check_key_columns(admin, values, current)
     return await _save_key(admin, current.token, values)
 
 
-async def set_key_blocked(admin: Admin, ref: str, blocked: bool, *, by_alias: bool = False) -> KeyRecord:
-    current = await find_key(admin, ref, by_alias=by_alias)
+async def set_key_blocked(admin: Admin, ref: str, blocked: bool, *, by_alias: bool = False,
+                          identity: Identity = MASTER) -> KeyRecord:
+    current = await writable_key(admin, identity, ref, by_alias=by_alias)
     return await _save_key(admin, current.token, {"blocked": blocked})
 
 
-async def regenerate_key(admin: Admin, req: schemas.RegenerateKeyRequest) -> tuple[str, KeyRecord]:
+async def regenerate_key(admin: Admin, req: schemas.RegenerateKeyRequest,
+                         identity: Identity = MASTER) -> tuple[str, KeyRecord]:
     """A new key for the record: the old one stops working at once; limits, spend and alias stay
     unless the request changes them."""
-    current = await find_key(admin, req.key)
+    current = await writable_key(admin, identity, req.key)
     values = _key_columns(req, datetime.now(UTC), only_set=True)
+    await _check_change(admin, identity, values, current, req)
     await _check_key_columns(admin, values, current)
     key = generate_key()
     values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key))
@@ -194,12 +272,16 @@ async def _save_key(admin: Admin, token: str, values: dict[str, Any]) -> KeyReco
     return await _announced(admin, await store.update_key(admin.db, token, values), "key", "key")
 
 
-async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest) -> list[str]:
+async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest, identity: Identity = MASTER) -> list[str]:
     refs = list(req.keys or [])
     tokens = [t for t in (admin.token_of(ref) for ref in refs) if t is not None]
     aliases = list(req.key_aliases or [])
     if not refs and not aliases:
         raise RequestInvalid("Give keys (keys or their ids) or key_aliases to delete.", ("keys",), code="missing")
+    if not roles.writes_all(identity):  # each key one the caller may delete, all checked before any goes
+        found = [await writable_key(admin, identity, ref) for ref in refs]
+        found += [await writable_key(admin, identity, alias, by_alias=True) for alias in aliases]
+        tokens, aliases = [record.token for record in found], []
     deleted = await store.delete_keys(admin.db, tokens, aliases)
     if deleted:
         await admin.changed()
@@ -259,6 +341,138 @@ async def delete_teams(admin: Admin, req: schemas.DeleteTeamsRequest) -> tuple[l
     return deleted, keys
 
 
+# ---- users and team members --------------------------------------------------------------------
+
+
+def _user_columns(req: schemas.UserFields, now: datetime, *, only_set: bool) -> dict[str, Any]:
+    given = req.model_fields_set if only_set else set(type(req).model_fields)
+    values: dict[str, Any] = {}
+    for name in ("user_alias", "user_email", "max_budget", "tpm_limit", "rpm_limit", "max_parallel_requests"):
+        if name in given:
+            values[name] = getattr(req, name)
+    if "user_role" in given and (req.user_role is not None or not only_set):
+        values["user_role"] = req.user_role or roles.INTERNAL_USER
+    if "models" in given:
+        values["models"] = list(req.models or [])
+    if "metadata" in given:
+        values["metadata"] = dict(req.metadata or {})
+    if "budget_duration" in given:
+        values["budget_duration"] = req.budget_duration
+        values["budget_reset_at"] = next_reset(req.budget_duration, now) if req.budget_duration else None
+    return values
+
+
+async def find_user(admin: Admin, user_id: str | None = None, email: str | None = None,
+                    field: str = "user_id") -> UserRecord:
+    if user_id is None and email is None:
+        raise RequestInvalid("Give user_id or user_email.", (field,), code="missing")
+    record = await (user_store.get_user(admin.db, user_id) if user_id is not None
+                    else user_store.get_user(admin.db, email=email))
+    if record is None:
+        raise NotFound("No such user.", field if user_id is not None else field.replace("user_id", "user_email"))
+    return record
+
+
+async def create_user(admin: Admin, req: schemas.NewUserRequest
+                      ) -> tuple[UserRecord, str | None, KeyRecord | None]:
+    """The user, its memberships and (``auto_create_key``) its key: (user, the key shown once, its record)."""
+    now = datetime.now(UTC)
+    values = _user_columns(req, now, only_set=False)
+    _check_models(admin, values)
+    values.update(user_id=req.user_id or new_user_id(), spend=0.0)
+    teams: dict[str, str] = {}
+    for index, team in enumerate(req.teams or []):
+        team_id, role = (team, roles.TEAM_USER) if isinstance(team, str) else (team.team_id, team.user_role)
+        if await store.get_team(admin.db, team_id) is None:
+            raise NotFound(f"teams[{index}] names no team; make it with /team/new first.", f"teams[{index}]")
+        teams[team_id] = role
+    if req.team_id is not None:
+        if await store.get_team(admin.db, req.team_id) is None:
+            raise NotFound("team_id names no team; make it with /team/new first.", "team_id")
+        teams.setdefault(req.team_id, roles.TEAM_USER)
+    if await user_store.get_user(admin.db, values["user_id"]) is not None:
+        raise RequestInvalid("A user with this user_id exists already.", ("user_id",), code="conflict")
+    if req.user_email is not None and await user_store.get_user(admin.db, email=req.user_email) is not None:
+        raise RequestInvalid("A user with this user_email exists already.", ("user_email",), code="conflict")
+    key_values: dict[str, Any] = {}
+    if req.auto_create_key:
+        key_values = {"key_alias": req.key_alias, "team_id": req.team_id,
+                      "expires": expires_at(req.duration, now) if req.duration else None}
+        await _check_key_columns(admin, {k: v for k, v in key_values.items() if k != "expires"})
+    user = await user_store.insert_user(admin.db, values, [Membership(t, r) for t, r in teams.items()])
+    key = record = None
+    if req.auto_create_key:
+        key = generate_key()
+        record = await store.insert_key(admin.db, {**key_values, "user_id": user.user_id, "spend": 0.0,
+                                                   "token": admin.hasher.hash(key), "key_prefix": display_prefix(key)})
+    await admin.changed()
+    return user, key, record
+
+
+async def update_user(admin: Admin, req: schemas.UpdateUserRequest) -> UserRecord:
+    current = await find_user(admin, req.user_id, req.user_email if req.user_id is None else None)
+    values = _user_columns(req, datetime.now(UTC), only_set=True)
+    if req.user_id is None:
+        values.pop("user_email", None)  # it named the user
+    if "spend" in req.model_fields_set:
+        values["spend"] = req.spend or 0.0
+    _check_models(admin, values)
+    if values.get("user_email") is not None and values["user_email"] != current.user_email:
+        if await user_store.get_user(admin.db, email=values["user_email"]) is not None:
+            raise RequestInvalid("user_email is in use by another user.", ("user_email",), code="conflict")
+    return await _announced(admin, await user_store.update_user(admin.db, current.user_id, values), "user",
+                            "user_id")
+
+
+async def delete_users(admin: Admin, req: schemas.DeleteUsersRequest) -> tuple[list[str], int]:
+    deleted, keys = await user_store.delete_users(admin.db, req.user_ids)
+    if deleted:
+        await admin.changed()
+    return deleted, keys
+
+
+async def add_members(admin: Admin, req: schemas.TeamMemberAddRequest) -> tuple[TeamRecord, list[UserRecord]]:
+    team = await find_team(admin, req.team_id)
+    members = req.member if isinstance(req.member, list) else [req.member]
+    found: dict[str, tuple[UserRecord, str]] = {}
+    for index, member in enumerate(members):
+        where = f"member[{index}]" if isinstance(req.member, list) else "member"
+        if member.user_id is None and member.user_email is None:
+            raise RequestInvalid(f"{where}: give user_id or user_email.", (where, "user_id"), code="missing")
+        user = await user_store.get_user(admin.db, member.user_id) if member.user_id is not None else \
+            await user_store.get_user(admin.db, email=member.user_email)
+        if user is None:
+            raise NotFound(f"{where} names no user; make it with /user/new first.", where)
+        found[user.user_id] = (user, member.role)
+    await user_store.set_members(admin.db, team.team_id, [(uid, role) for uid, (_, role) in found.items()])
+    await admin.changed()
+    users = [await find_user(admin, uid) for uid in found]
+    return team, users
+
+
+async def _member(admin: Admin, team_id: str, user_id: str | None, email: str | None) -> UserRecord:
+    await find_team(admin, team_id)
+    user = await find_user(admin, user_id, email)
+    if not any(m.team_id == team_id for m in user.teams):
+        raise NotFound("The user is not a member of this team.", "user_id")
+    return user
+
+
+async def delete_member(admin: Admin, req: schemas.TeamMemberDeleteRequest) -> UserRecord:
+    user = await _member(admin, req.team_id, req.user_id, req.user_email)
+    await user_store.remove_members(admin.db, req.team_id, [user.user_id])
+    await admin.changed()
+    return user
+
+
+async def update_member(admin: Admin, req: schemas.TeamMemberUpdateRequest) -> tuple[UserRecord, str]:
+    user = await _member(admin, req.team_id, req.user_id, req.user_email)
+    role: str = req.role or next(m.role for m in user.teams if m.team_id == req.team_id)
+    await user_store.set_members(admin.db, req.team_id, [(user.user_id, role)])
+    await admin.changed()
+    return user, role
+
+
 # ---- records -> response bodies -----------------------------------------------------------------
 
 
@@ -275,7 +489,8 @@ def _limit_info(record: KeyRecord | TeamRecord) -> dict[str, Any]:
 
 def key_info(record: KeyRecord) -> schemas.KeyInfo:
     return schemas.KeyInfo(token=record.token, key_name=f"{record.key_prefix}..." if record.key_prefix else None,
-                           key_alias=record.key_alias, team_id=record.team_id, expires=record.expires,
+                           key_alias=record.key_alias, team_id=record.team_id, user_id=record.user_id,
+                           expires=record.expires,
                            tags=list(record.tags), **_limit_info(record))
 
 
@@ -283,5 +498,24 @@ def generated(key: str, record: KeyRecord) -> schemas.GenerateKeyResponse:
     return schemas.GenerateKeyResponse(key=key, **key_info(record).model_dump())
 
 
-def team_info(record: TeamRecord) -> schemas.TeamInfo:
-    return schemas.TeamInfo(team_id=record.team_id, team_alias=record.team_alias, **_limit_info(record))
+def team_info(record: TeamRecord, members: list[dict[str, Any]] | None = None) -> schemas.TeamInfo:
+    return schemas.TeamInfo(team_id=record.team_id, team_alias=record.team_alias,
+                            members_with_roles=[schemas.TeamMember(**m) for m in members or []], **_limit_info(record))
+
+
+async def team_infos(admin: Admin, records: list[TeamRecord]) -> list[schemas.TeamInfo]:
+    """The teams with their ``members_with_roles``."""
+    members = await user_store.members_of(admin.db, [r.team_id for r in records])
+    return [team_info(r, members.get(r.team_id)) for r in records]
+
+
+def user_info(record: UserRecord) -> schemas.UserInfo:
+    limits = record.limits
+    return schemas.UserInfo(
+        user_id=record.user_id, user_alias=record.user_alias, user_email=record.user_email,
+        user_role=record.user_role, models=list(record.models), max_budget=limits.max_budget,
+        budget_duration=limits.budget_duration, budget_reset_at=limits.budget_reset_at, spend=limits.spend,
+        tpm_limit=limits.tpm_limit, rpm_limit=limits.rpm_limit, max_parallel_requests=limits.max_parallel_requests,
+        metadata=dict(record.metadata), teams=[m.team_id for m in record.teams],
+        team_roles={m.team_id: m.role for m in record.teams}, created_at=record.created_at,
+        updated_at=record.updated_at)

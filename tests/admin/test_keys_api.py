@@ -99,8 +99,8 @@ async def test_update_and_generate_refuse_bad_fields_naming_them(env: AdminEnv):
         ({"key_alias": "taken"}, "key_alias"), ({"team_id": "missing-team"}, "team_id"),
     ]
     for fields, param in cases:
-        error = error_of(await admin.post("/key/generate", json=fields), 404 if fields.get("team_id") == "missing-team"
-                         else 400)
+        missing = fields.get("team_id") == "missing-team" or "user_id" in fields  # names no team / no user
+        error = error_of(await admin.post("/key/generate", json=fields), 404 if missing else 400)
         assert error["param"] == param, (fields, error)
     error = error_of(await admin.post("/key/update", json={"key": made["token"], "max_parallel_requests": -5}), 400)
     assert error["param"] == "max_parallel_requests"

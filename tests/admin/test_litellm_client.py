@@ -106,7 +106,7 @@ def test_litellm_client_drives_the_admin_api(gateway):
     assert out["scoped_groups"] == ["jev"] and out["scoped_teams"] == [team]
     assert out["deleted"] == {"deleted_keys": [generated["token"]]}
     status, body = out["user_id"]
-    assert status == 400 and body["error"]["param"] == "user_id" and "not supported here" in body["error"]["message"]
+    assert status == 404 and body["error"]["param"] == "user_id" and "names no user" in body["error"]["message"]
 
 
 def test_lite_version_shows_the_server_version(gateway):
