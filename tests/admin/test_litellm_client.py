@@ -124,3 +124,46 @@ def test_lite_version_shows_the_server_version(gateway):
     assert run.returncode == 0, run.stderr[-4000:]
     assert f"Server Version: {__version__}" in run.stdout and "(unavailable)" not in run.stdout, run.stdout
     assert MASTER not in run.stdout + run.stderr
+
+
+def lite(gateway, key: str, *args: str) -> subprocess.CompletedProcess:
+    """LiteLLM's ``lite`` CLI against the gateway with ``key``; skips when the CLI is absent."""
+    binary = VENV / "bin" / "lite"
+    if not binary.exists():
+        pytest.skip(f"LiteLLM's lite CLI is absent from {VENV}")
+    return subprocess.run([str(binary), "--base-url", gateway.url, "--api-key", key, *args],
+                          env={**ENV, "COLUMNS": "250"}, capture_output=True, text=True, timeout=180)  # rich: no …
+
+
+def test_lite_cli_manages_users_keys_and_teams(gateway):
+    import httpx
+
+    team = httpx.post(gateway.url + "/team/new", json={"team_alias": "cli-team"},
+                      headers={"Authorization": f"Bearer {MASTER}"}, timeout=30).json()["team_id"]
+    made = lite(gateway, MASTER, "users", "create", "--email", "cli@example.com", "--role", "internal_user",
+                "--alias", "Cli", "--team", team, "--max-budget", "3")
+    assert made.returncode == 0, made.stderr[-4000:]
+    user = json.loads(made.stdout)
+    assert user["user_email"] == "cli@example.com" and user["user_role"] == "internal_user"
+    assert user["teams"] == [team] and user["max_budget"] == 3 and user["key"].startswith("sk-")
+    listed = lite(gateway, MASTER, "users", "list")
+    assert listed.returncode == 0, listed.stderr[-4000:]
+    assert user["user_id"] in listed.stdout and "cli@example.com" in listed.stdout and team in listed.stdout
+    got = lite(gateway, MASTER, "users", "get", "--id", user["user_id"])
+    assert got.returncode == 0 and json.loads(got.stdout)["user_info"]["user_alias"] == "Cli"
+    own = lite(gateway, user["key"], "users", "get")  # the user's own key, no id: itself
+    assert own.returncode == 0 and json.loads(own.stdout)["user_id"] == user["user_id"]
+    generated = lite(gateway, MASTER, "keys", "generate", "--key-alias", "cli-made", "--models", "jev")
+    assert generated.returncode == 0, generated.stderr[-4000:]
+    keys = lite(gateway, MASTER, "keys", "list")
+    assert keys.returncode == 0 and "cli-made" in keys.stdout
+    assert lite(gateway, MASTER, "keys", "delete", "--key-aliases", "cli-made").returncode == 0
+    teams = lite(gateway, MASTER, "teams", "list")  # an internal user's key is refused /team/list, as in LiteLLM
+    assert teams.returncode == 0 and "cli-team" in teams.stdout, teams.stderr[-4000:]
+    deleted = lite(gateway, MASTER, "users", "delete", user["user_id"])
+    assert deleted.returncode == 0, deleted.stderr[-4000:]
+    gone = httpx.get(gateway.url + "/user/info", params={"user_id": user["user_id"]},
+                     headers={"Authorization": f"Bearer {MASTER}"}, timeout=30)
+    assert gone.status_code == 404
+    for run in (made, listed, got, own, generated, keys, teams, deleted):
+        assert MASTER not in run.stdout + run.stderr
