@@ -184,21 +184,25 @@ async def _summary(admin: Admin, token: str | None, request_id: str | None, star
         raise RequestInvalid(f"end_date: the summary covers at most {SUMMARY_DAYS} days; narrow the dates or "
                              "pass summarize=false.", ("end_date",), code="invalid_value")
     if request_id is None:
-        spent = await queries.daily_key_model_spend(admin.db, start_date=first, end_date=last, api_key=token,
-                                                    user_id=user_id, team_id=team_id, visible=visible)
+        sums = await queries.daily_summary_spend(admin.db, start_date=first, end_date=last, api_key=token,
+                                                 user_id=user_id, team_id=team_id, visible=visible)
     else:  # one request: its row, not the roll-ups
         rows, _ = await queries.spend_logs(admin.db, api_key=token, request_id=request_id, start_date=start,
                                            end_date=end, user_id=user_id, team_id=team_id, visible=visible)
-        spent = [(utc(row["startTime"]).date(), row["api_key"], row["user"] or "", row["model"] or "",
-                  row["spend"] or 0.0) for row in rows]
+        sums = [(utc(row["startTime"]).date(), kind, name, row["spend"] or 0.0) for row in rows
+                for kind, name in (("key", row["api_key"]), ("user", row["user"] or ""), ("model", row["model"] or ""))]
     days: dict[dt.date, dict[str, Any]] = {}
-    for day, key, user, model, spend in spent:
-        entry = days.setdefault(day, {"startTime": day, "spend": 0.0, "users": {}, "models": {}})
-        entry["spend"] += spend
-        if key:
-            entry[key] = entry.get(key, 0.0) + spend
-        entry["users"][user] = entry["users"].get(user, 0.0) + spend
-        entry["models"][model] = entry["models"].get(model, 0.0) + spend
+    for day, kind, name, spend in sums:
+        entry = days.get(day)
+        if entry is None:
+            entry = days[day] = {"startTime": day, "spend": 0.0, "users": {}, "models": {}}
+        if kind == "key":
+            entry["spend"] += spend
+            if name:
+                entry[name] = entry.get(name, 0.0) + spend
+        else:
+            named = entry["users" if kind == "user" else "models"]
+            named[name] = named.get(name, 0.0) + spend
     out = [_shown(days[day]) for day in sorted(days)]
     if out:
         final = max(days)

@@ -165,20 +165,24 @@ def _daily_where(start_date: dt.date | dt.datetime | str, end_date: dt.date | dt
     return where
 
 
-async def daily_key_model_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
-                                end_date: dt.date | dt.datetime | str, api_key: str | None = None,
-                                user_id: str | None = None, team_id: str | None = None,
-                                visible: Visible | None = None) -> list[tuple[dt.date, str, str, str, float]]:
-    """(UTC day, key hash, user id (``""``: none), provider/model, spend) over the days ``start_date`` ..
-    ``end_date`` (both included), oldest first, from ``daily_spend``: what LiteLLM's summarized
-    ``/spend/logs`` adds up per day."""
+async def daily_summary_spend(db: Database, *, start_date: dt.date | dt.datetime | str,
+                              end_date: dt.date | dt.datetime | str, api_key: str | None = None,
+                              user_id: str | None = None, team_id: str | None = None,
+                              visible: Visible | None = None) -> list[tuple[dt.date, str, str, float]]:
+    """(UTC day, ``key`` | ``user`` | ``model``, the key hash, user id (``""``: none) or provider/model,
+    spend) over the days ``start_date`` .. ``end_date`` (both included), from ``daily_spend``: what
+    LiteLLM's summarized ``/spend/logs`` adds up per day. The three sums are made by the database, in
+    one statement (a union of three groupings), unordered: the caller orders the days. Grouping by
+    (day, key, user, model) at once and summing in Python sent every roll-up row (1,000 keys, 7 days:
+    14,000 rows) through the driver, the half of the route's time."""
     d = daily_spend.c
     where = _daily_where(start_date, end_date, api_key, team_id, user_id, visible)
-    query = (sa.select(d.date, d.api_key, d.user_id, d.model, sa.func.sum(d.spend)).where(*where)
-             .group_by(d.date, d.api_key, d.user_id, d.model).order_by(d.date, d.api_key, d.user_id, d.model))
+    parts = [sa.select(d.date, sa.literal(kind).label("kind"), column.label("name"), sa.func.sum(d.spend))
+             .where(*where).group_by(d.date, column)
+             for kind, column in (("key", d.api_key), ("user", d.user_id), ("model", d.model))]
     async with db.engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
-    return [(row[0], str(row[1]), str(row[2] or ""), str(row[3]), float(row[4] or 0.0)) for row in rows]
+        rows = (await conn.execute(sa.union_all(*parts))).all()
+    return [(row[0], str(row[1]), str(row[2] or ""), float(row[3] or 0.0)) for row in rows]
 
 
 def _key_label(api_key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
