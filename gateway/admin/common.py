@@ -231,11 +231,22 @@ def key_reader(request: Request, _b: Annotated[Any, Depends(_bearer)],
     return Caller(identity=identity, admin=_admin(request))
 
 
+def team_reader(request: Request, _b: Annotated[Any, Depends(_bearer)],
+                _k: Annotated[Any, Depends(_api_key)]) -> Caller:
+    """A caller that may read some team (``/team/info``): a proxy admin or viewer, or a team's admin;
+    refused before the query is validated, so a caller that may read none learns nothing of it."""
+    identity: Identity = request.state.admin_identity
+    if not (roles.reads_all(identity) or roles.admin_teams(identity)):
+        raise PermissionDenied("Only proxy admins and viewers, and a team's admins, read a team.", code="admin_only")
+    return Caller(identity=identity, admin=_admin(request))
+
+
 MasterAdmin = Annotated[Admin, Depends(master_admin)]
 AnyCaller = Annotated[Caller, Depends(caller_admin)]
 ReadAll = Annotated[Caller, Depends(reader_admin)]
 KeyWriter = Annotated[Caller, Depends(key_writer)]
 KeyReader = Annotated[Caller, Depends(key_reader)]
+TeamReader = Annotated[Caller, Depends(team_reader)]
 
 
 def pages(total: int, size: int) -> int:

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from gateway.admin import schemas, service
-from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, ReadAll, pages
+from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, ReadAll, TeamReader, pages
 from gateway.auth import roles, store, user_store
 from gateway.auth.errors import PermissionDenied
 from translators.errors import RequestInvalid, Where
@@ -27,7 +27,7 @@ async def new_team(body: schemas.NewTeamRequest, admin: MasterAdmin) -> schemas.
 
 
 @router.get("/team/info", summary="A team, its members and keys (a proxy admin or viewer, or the team's admin)")
-async def team_info(caller: AnyCaller, team_id: Annotated[schemas.TeamId, Query()]) -> schemas.TeamInfoResponse:
+async def team_info(caller: TeamReader, team_id: Annotated[schemas.TeamId, Query()]) -> schemas.TeamInfoResponse:
     admin, identity = caller.admin, caller.identity
     if not (roles.reads_all(identity) or team_id in roles.admin_teams(identity)):
         raise PermissionDenied("team_id: only proxy admins and viewers, and the team's admins, read a team.",

@@ -192,6 +192,14 @@ def test_admin_routes_refuse_no_key_and_a_virtual_key(forgery, method, path):
         other = httpx.get(gw.url + path, params={"key": MASTER}, headers=auth(key), timeout=10)
         assert other.status_code in (403, 404), other.text
         return
+    if (method, path) == ("GET", "/user/info"):  # who the caller is (the UI asks): itself and nothing else
+        assert virtual.status_code == 200, virtual.text
+        mine = virtual.json()
+        assert mine["user_info"] is None and mine["teams"] == [] and mine["caller"]["role"] is None
+        assert [k["key_alias"] for k in mine["keys"]] == ["forger"] and MASTER not in virtual.text
+        other = httpx.get(gw.url + path, params={"user_id": "someone"}, headers=auth(key), timeout=10)
+        assert other.status_code == 403, other.text
+        return
     if path in SCOPED:  # LiteLLM's read routes any key may call: only what the key may see (it has no team)
         assert virtual.status_code == 200, virtual.text
         assert virtual.json().get("teams", []) == [] and "api_base" not in virtual.text, virtual.text
