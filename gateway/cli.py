@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,15 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
     from gateway.edge.app import create_app
 
     class AnnouncingServer(uvicorn.Server):
+        interrupted = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # Ctrl-C: exit 130 however SIGINT was disposed at start. uvicorn re-raises the signal after its
+            # graceful shutdown, which ends in KeyboardInterrupt only where SIGINT had Python's handler; a
+            # process started with SIGINT ignored (a background job of a shell) then exited 0.
+            self.interrupted = self.interrupted or sig == signal.SIGINT
+            super().handle_exit(sig, frame)
+
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets=sockets)
             if self.started:
@@ -162,6 +172,8 @@ def serve(args: argparse.Namespace, config: GatewayConfig) -> int:
                                              log_level=args.log_level,
                                              timeout_graceful_shutdown=args.graceful_timeout))
     server.run()
+    if server.interrupted:
+        return INTERRUPTED
     return 0 if server.started else 1
 
 
