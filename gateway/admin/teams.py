@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from gateway.admin import schemas, service
+from gateway.admin import schemas, service, user_schemas, user_service
 from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, ReadAll, TeamReader, pages
 from gateway.auth import roles, store, user_store
 from gateway.auth.errors import PermissionDenied
@@ -109,24 +109,24 @@ async def list_teams_v2(caller: AnyCaller, team_id: Annotated[schemas.TeamId | N
 
 
 @router.post("/team/member_add", summary="Add users to a team (or change their role in it)")
-async def member_add(body: schemas.TeamMemberAddRequest, admin: MasterAdmin) -> schemas.TeamAddMemberResponse:
-    team, users = await service.add_members(admin, body)
+async def member_add(body: user_schemas.TeamMemberAddRequest, admin: MasterAdmin) -> user_schemas.TeamAddMemberResponse:
+    team, users = await user_service.add_members(admin, body)
     info = (await service.team_infos(admin, [team]))[0]
-    memberships = [schemas.TeamMembership(team_id=team.team_id, user_id=user.user_id, role=m.role)
+    memberships = [user_schemas.TeamMembership(team_id=team.team_id, user_id=user.user_id, role=m.role)
                    for user in users for m in user.teams if m.team_id == team.team_id]
-    return schemas.TeamAddMemberResponse(**info.model_dump(), updated_users=[service.user_info(u) for u in users],
+    return user_schemas.TeamAddMemberResponse(**info.model_dump(), updated_users=[service.user_info(u) for u in users],
                                          updated_team_memberships=memberships)
 
 
 @router.post("/team/member_delete", summary="Remove a user from a team (its keys stay)")
-async def member_delete(body: schemas.TeamMemberDeleteRequest, admin: MasterAdmin) -> schemas.TeamInfo:
-    await service.delete_member(admin, body)
+async def member_delete(body: user_schemas.TeamMemberDeleteRequest, admin: MasterAdmin) -> schemas.TeamInfo:
+    await user_service.delete_member(admin, body)
     return (await service.team_infos(admin, [await service.find_team(admin, body.team_id)]))[0]
 
 
 @router.post("/team/member_update", summary="Change a member's role in a team (admin or user)")
-async def member_update(body: schemas.TeamMemberUpdateRequest, admin: MasterAdmin
-                        ) -> schemas.TeamMemberUpdateResponse:
-    user, role = await service.update_member(admin, body)
-    return schemas.TeamMemberUpdateResponse(team_id=body.team_id, user_id=user.user_id, user_email=user.user_email,
+async def member_update(body: user_schemas.TeamMemberUpdateRequest, admin: MasterAdmin
+                        ) -> user_schemas.TeamMemberUpdateResponse:
+    user, role = await user_service.update_member(admin, body)
+    return user_schemas.TeamMemberUpdateResponse(team_id=body.team_id, user_id=user.user_id, user_email=user.user_email,
                                             role=role)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from gateway.admin import schemas, service
+from gateway.admin import schemas, service, user_schemas, user_service
 from gateway.admin.common import AdminRoute, AnyCaller, MasterAdmin, ReadAll, pages
 from gateway.auth import roles, store, user_store
 from gateway.auth.errors import PermissionDenied
@@ -22,13 +22,13 @@ USER_INFO_KEYS = 100  # keys listed by /user/info (/key/list?user_id= pages thro
 
 
 @router.post("/user/new", summary="Make an internal user (and, by default, a key for it, shown once)")
-async def new_user(body: schemas.NewUserRequest, admin: MasterAdmin) -> schemas.NewUserResponse:
-    user, key, record = await service.create_user(admin, body)
+async def new_user(body: user_schemas.NewUserRequest, admin: MasterAdmin) -> user_schemas.NewUserResponse:
+    user, key, record = await user_service.create_user(admin, body)
     made = service.user_info(user).model_dump()
     if record is not None:
         made.update(key=key, token=record.token, key_name=f"{record.key_prefix}..." if record.key_prefix else None,
                     key_alias=record.key_alias, expires=record.expires, team_id=record.team_id)
-    return schemas.NewUserResponse(**made)
+    return user_schemas.NewUserResponse(**made)
 
 
 async def _user_details(admin: service.Admin, user: UserRecord) -> tuple[list[schemas.KeyInfo],
@@ -40,15 +40,15 @@ async def _user_details(admin: service.Admin, user: UserRecord) -> tuple[list[sc
 
 @router.get("/user/info", summary="A user, its keys and teams; without user_id, the caller")
 async def user_info(caller: AnyCaller, user_id: Annotated[schemas.UserId | None, Query()] = None,
-                    ) -> schemas.UserInfoResponse:
+                    ) -> user_schemas.UserInfoResponse:
     admin, identity = caller.admin, caller.identity
     if user_id is not None:
         if not roles.reads_user(identity, user_id):
             raise PermissionDenied("A user may read only itself (proxy admins and viewers read every user).",
                                    code="admin_only", loc=Where("user_id"))
-        user = await service.find_user(admin, user_id)
+        user = await user_service.find_user(admin, user_id)
         keys, teams = await _user_details(admin, user)
-        return schemas.UserInfoResponse(user_id=user.user_id, user_info=service.user_info(user), keys=keys,
+        return user_schemas.UserInfoResponse(user_id=user.user_id, user_info=service.user_info(user), keys=keys,
                                         teams=teams)
     me = await user_store.get_user(admin.db, identity.user_id) if identity.user_id is not None else None
     if me is not None:
@@ -58,10 +58,10 @@ async def user_info(caller: AnyCaller, user_id: Annotated[schemas.UserId | None,
         team = await store.get_team(admin.db, own.team_id) if own is not None and own.team_id else None
         keys = [service.key_info(own)] if own is not None and not identity.is_master else []
         teams = await service.team_infos(admin, [team]) if team is not None else []
-    who = schemas.CallerInfo(role=roles.role_of(identity), admin_teams=sorted(roles.admin_teams(identity)),
+    who = user_schemas.CallerInfo(role=roles.role_of(identity), admin_teams=sorted(roles.admin_teams(identity)),
                              team_id=identity.team_id, user_id=identity.user_id,
                              key=None if identity.is_master else identity.key_hash)
-    return schemas.UserInfoResponse(user_id=me.user_id if me else None,
+    return user_schemas.UserInfoResponse(user_id=me.user_id if me else None,
                                     user_info=service.user_info(me) if me else None, keys=keys, teams=teams,
                                     caller=who)
 
@@ -73,21 +73,22 @@ async def list_users(caller: ReadAll, page: Annotated[int, Query(ge=1, le=1_000_
                      user_ids: Annotated[str | None, Query(max_length=10_000,
                                                            description="Comma-separated user ids")] = None,
                      team: Annotated[schemas.TeamId | None, Query(description="Members of this team")] = None,
-                     ) -> schemas.UserListResponse:
+                     ) -> user_schemas.UserListResponse:
     ids = [part.strip() for part in user_ids.split(",") if part.strip()] if user_ids is not None else None
     found, total = await user_store.list_users(caller.admin.db, page=page, size=page_size, user_ids=ids, role=role,
                                                team_id=team)
-    users = [schemas.UserListItem(**service.user_info(user).model_dump(), key_count=count) for user, count in found]
-    return schemas.UserListResponse(users=users, total=total, page=page, page_size=page_size,
-                                    total_pages=pages(total, page_size))
+    users = [user_schemas.UserListItem(**service.user_info(user).model_dump(), key_count=count)
+             for user, count in found]
+    return user_schemas.UserListResponse(users=users, total=total, page=page, page_size=page_size,
+                                         total_pages=pages(total, page_size))
 
 
 @router.post("/user/update", summary="Change a user's alias, email, role, models, budget or limits")
-async def update_user(body: schemas.UpdateUserRequest, admin: MasterAdmin) -> schemas.UserInfo:
-    return service.user_info(await service.update_user(admin, body))
+async def update_user(body: user_schemas.UpdateUserRequest, admin: MasterAdmin) -> user_schemas.UserInfo:
+    return service.user_info(await user_service.update_user(admin, body))
 
 
 @router.post("/user/delete", summary="Delete users and their keys")
-async def delete_users(body: schemas.DeleteUsersRequest, admin: MasterAdmin) -> schemas.DeleteUsersResponse:
-    deleted, keys = await service.delete_users(admin, body)
-    return schemas.DeleteUsersResponse(deleted_users=deleted, deleted_keys=keys)
+async def delete_users(body: user_schemas.DeleteUsersRequest, admin: MasterAdmin) -> user_schemas.DeleteUsersResponse:
+    deleted, keys = await user_service.delete_users(admin, body)
+    return user_schemas.DeleteUsersResponse(deleted_users=deleted, deleted_keys=keys)
