@@ -1,8 +1,7 @@
 """LiteLLM's own Python ``Client`` and its ``lite`` CLI against a running gateway (real HTTP): models list
 and info, model groups info, keys list / generate / info / update / delete, teams list and list_v2, and
-``lite version``. LiteLLM is not a dependency of this project: it runs as a subprocess in a venv of its own
-(``DECISIONS_GATEWAY_TEST_LITELLM_VENV``, by default ``/tmp/llvenv``, made with ``python3 -m venv
-/tmp/llvenv && /tmp/llvenv/bin/pip install 'litellm[cli]==1.110.2'``); without it the tests skip, saying so.
+``lite version``. LiteLLM is not a dependency of this project: it runs as a subprocess in a venv of its own that `make test`
+installs (``.venv/litellm``, or ``DECISIONS_GATEWAY_TEST_LITELLM_VENV``); without it the tests skip, saying so.
 ``HOME`` points nowhere so that the client uses no key stored by an earlier ``lite login``."""
 
 from __future__ import annotations
@@ -15,7 +14,8 @@ from pathlib import Path
 import pytest
 
 MASTER = "sk-master-litellm-client-0123456789"
-VENV = Path(os.environ.get("DECISIONS_GATEWAY_TEST_LITELLM_VENV", "/tmp/llvenv"))
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(os.environ.get("DECISIONS_GATEWAY_TEST_LITELLM_VENV", ROOT / ".venv" / "litellm"))
 PYTHON = VENV / "bin" / "python"
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_PROXY": "127.0.0.1", "HOME": "/nonexistent"}
 
