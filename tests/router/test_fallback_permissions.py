@@ -36,22 +36,34 @@ def _fresh(fakes):
         fake.reset()
 
 
-@pytest.fixture(scope="module")
-def gateway(fakes, tmp_path_factory):
-    db = tmp_path_factory.mktemp("fallback-perms") / "gateway.db"
-
+def config(fakes, db) -> dict:
     def entry(name: str, fake, **params) -> dict:
         return {"model_name": name, "litellm_params": {"model": "typesafe/jev-latest", "api_key": KEY,
                                                         "api_base": fake.url, "timeout": 10, **params}}
 
-    running = start_gateway({
+    return {
         "model_list": [entry("cheap", fakes["cheap"]), entry("other", fakes["cheap"]),
                        entry("expensive", fakes["expensive"], input_cost_per_token=4.2e-7),
                        entry("small", fakes["small"], max_context_tokens=50)],
         "general_settings": {"master_key": MASTER, "database_url": f"sqlite:///{db}"},
         "router_settings": {"num_retries": 0, "disable_cooldowns": True,
                             "fallbacks": [{"cheap": ["expensive"]}], "default_fallbacks": ["expensive"],
-                            "context_window_fallbacks": [{"small": ["expensive"]}]}})
+                            "context_window_fallbacks": [{"small": ["expensive"]}]}}
+
+
+@pytest.fixture(scope="module")
+def gateway(fakes, tmp_path_factory):
+    running = start_gateway(config(fakes, tmp_path_factory.mktemp("fallback-perms") / "gateway.db"))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def fresh_gateway(fakes, tmp_path):
+    """A gateway of this test's own: what it learned of each deployment's token counts is what this test
+    taught it (the module's gateway learns from whichever of its tests ran before on this worker: a long
+    input at expensive teaches it a lower ratio of counted to estimated tokens than a short one)."""
+    running = start_gateway(config(fakes, tmp_path / "gateway.db"))
     yield running
     running.stop()
 
@@ -110,9 +122,10 @@ def test_a_capacity_fallback_the_key_may_not_use_is_a_403_in_each_wire(gateway, 
     assert ask(gateway, MASTER, "small", LONG).status_code == 200 and len(fakes["expensive"].requests) == 1
 
 
-def test_the_budget_holds_only_the_fallbacks_the_key_may_use(gateway, fakes):
+def test_the_budget_holds_only_the_fallbacks_the_key_may_use(fresh_gateway, fakes):
     """A request in flight holds its worst case against the key's budget: for a key limited to cheap,
     cheap's alone, not that of expensive, the fallback it can never reach (ten times the price)."""
+    gateway = fresh_gateway
     for group in ("cheap", "expensive"):  # each has answered: the bounds are learned, not unknown
         assert ask(gateway, MASTER, group).status_code == 200
 
