@@ -10,7 +10,7 @@ inclusive. A bad value is a ``ValueError`` naming the parameter, and so is one w
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import AsyncGenerator, Collection
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -24,6 +24,7 @@ from gateway.utc import utc
 
 MAX_PAGE_SIZE = 1000
 MAX_LIST_ROWS = 10_000  # LiteLLM's cap on /spend/logs' unpaged list (SPEND_LOGS_PAGINATION_COUNT_CAP)
+STREAM_CHUNK = 1000  # rows per chunk of the unpaged list, read and sent as one
 GroupBy = Literal["day", "model", "model_group", "team", "key", "user"]
 GROUP_BY: tuple[str, ...] = ("day", "model", "model_group", "team", "key", "user")
 EARLIEST, LATEST = dt.date(1, 1, 2), dt.date(9999, 12, 30)
@@ -108,46 +109,85 @@ def _log_row(row: sa.Row[Any]) -> dict[str, Any]:
     return dict(row._mapping)
 
 
-async def spend_logs(db: Database, *, api_key: str | None = None, key_alias: str | None = None,
-                     team_id: str | None = None, model: str | None = None, request_id: str | None = None,
-                     start_date: dt.date | dt.datetime | str | None = None,
-                     end_date: dt.date | dt.datetime | str | None = None,
-                     page: int = 1, page_size: int = 50, cap: int = MAX_PAGE_SIZE,
-                     user_id: str | None = None, visible: Visible | None = None,
-                     ) -> tuple[list[dict[str, Any]], int]:
-    """One page of spend rows, newest first, and the number of rows matching. ``api_key`` is the key's hash
-    (``verification_tokens.token``); ``model`` matches the model group or the deployment's provider/model;
-    ``user_id`` the row's ``user`` (the key's user); ``visible`` narrows to what the caller may see.
-    ``page_size`` is at most ``cap`` (``MAX_PAGE_SIZE``; LiteLLM's unpaged list asks for ``MAX_LIST_ROWS``)."""
+@dataclass(frozen=True)
+class SpendFilter:
+    """What a spend-log read matches. ``api_key`` is the key's hash (``verification_tokens.token``);
+    ``model`` matches the model group or the deployment's provider/model; ``user_id`` the row's ``user``
+    (the key's user); ``visible`` narrows to what the caller may see."""
+
+    api_key: str | None = None
+    key_alias: str | None = None
+    team_id: str | None = None
+    model: str | None = None
+    request_id: str | None = None
+    start_date: dt.date | dt.datetime | str | None = None
+    end_date: dt.date | dt.datetime | str | None = None
+    user_id: str | None = None
+    visible: Visible | None = None
+
+    def where(self) -> list[sa.ColumnElement[bool]]:
+        c = spend_logs_table.c
+        where: list[sa.ColumnElement[bool]] = []
+        for column, value in ((c.api_key, self.api_key), (c.key_alias, self.key_alias), (c.team_id, self.team_id),
+                              (c.request_id, self.request_id), (c.user, self.user_id)):
+            if value is not None:
+                where.append(column == value)
+        if self.visible is not None:
+            where.append(self.visible.where(c.user, c.team_id))
+        if self.model is not None:
+            where.append(sa.or_(c.model_group == self.model, c.model == self.model))
+        start = _moment(self.start_date, "start_date", end=False)
+        if start is not None:
+            where.append(c.startTime >= start[0])
+        end = _moment(self.end_date, "end_date", end=True)
+        if end is not None:
+            where.append(c.startTime <= end[0] if end[1] else c.startTime < end[0])
+        return where
+
+    def newest_first(self) -> sa.Select[Any]:
+        c = spend_logs_table.c
+        return sa.select(spend_logs_table).where(*self.where()).order_by(c.startTime.desc(), c.request_id.desc())
+
+
+async def spend_logs(db: Database, *, page: int = 1, page_size: int = 50, cap: int = MAX_PAGE_SIZE,
+                     **filters: Any) -> tuple[list[dict[str, Any]], int]:
+    """One page of spend rows, newest first, and the number of rows matching ``filters`` (``SpendFilter``'s
+    fields). ``page_size`` is at most ``cap`` (``MAX_PAGE_SIZE``)."""
     if not isinstance(page, int) or page < 1:
         raise ValueError("page: must be a whole number from 1")
     if not isinstance(page_size, int) or not 1 <= page_size <= cap:
         raise ValueError(f"page_size: must be a whole number from 1 to {cap}")
-    c = spend_logs_table.c
-    where: list[sa.ColumnElement[bool]] = []
-    for column, value in ((c.api_key, api_key), (c.key_alias, key_alias), (c.team_id, team_id),
-                          (c.request_id, request_id), (c.user, user_id)):
-        if value is not None:
-            where.append(column == value)
-    if visible is not None:
-        where.append(visible.where(c.user, c.team_id))
-    if model is not None:
-        where.append(sa.or_(c.model_group == model, c.model == model))
-    start = _moment(start_date, "start_date", end=False)
-    if start is not None:
-        where.append(c.startTime >= start[0])
-    end = _moment(end_date, "end_date", end=True)
-    if end is not None:
-        where.append(c.startTime <= end[0] if end[1] else c.startTime < end[0])
+    matching = SpendFilter(**filters)
     offset = (page - 1) * page_size
-    rows_q = (sa.select(spend_logs_table).where(*where).order_by(c.startTime.desc(), c.request_id.desc())
-              .limit(page_size).offset(offset))
-    count_q = sa.select(sa.func.count()).select_from(spend_logs_table).where(*where)
+    rows_q = matching.newest_first().limit(page_size).offset(offset)
+    count_q = sa.select(sa.func.count()).select_from(spend_logs_table).where(*matching.where())
     async with db.engine.connect() as conn:
         rows = [_log_row(r) for r in (await conn.execute(rows_q)).all()]
         if 0 < len(rows) < page_size or (page == 1 and not rows):  # the last page: no count over every match
             return rows, offset + len(rows)
         return rows, int((await conn.execute(count_q)).scalar_one())
+
+
+async def more_spend_logs_than(db: Database, limit: int, matching: SpendFilter) -> bool:
+    """Whether more than ``limit`` rows match: one row looked up past the first ``limit`` in the index's
+    order, not a count of every match."""
+    beyond = matching.newest_first().with_only_columns(spend_logs_table.c.request_id).offset(limit).limit(1)
+    async with db.engine.connect() as conn:
+        return (await conn.execute(beyond)).first() is not None
+
+
+async def stream_spend_logs(db: Database, limit: int, matching: SpendFilter,
+                            chunk: int | None = None) -> AsyncGenerator[list[dict[str, Any]], None]:
+    """The first ``limit`` matching rows, newest first, ``chunk`` (``STREAM_CHUNK``) rows at a time from one cursor (a
+    server-side cursor on PostgreSQL): a reader holds one chunk in memory, not the whole list. The
+    connection is held until the last chunk is read or the generator is closed."""
+    async with db.engine.connect() as conn:
+        result = await conn.stream(matching.newest_first().limit(limit))
+        try:
+            async for part in result.partitions(chunk or STREAM_CHUNK):
+                yield [_log_row(r) for r in part]
+        finally:
+            await result.close()
 
 
 def _daily_where(start_date: dt.date | dt.datetime | str, end_date: dt.date | dt.datetime | str,
