@@ -75,7 +75,8 @@ class Seeded:
 class Timing:
     route: str
     path: str  # the first path asked (the others differ only in the key or team they name)
-    latencies_ms: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)  # from the request to the body read
+    first_byte_ms: list[float] = field(default_factory=list)  # from the request to its first body bytes
     bytes: int = 0  # the last response's body
 
     def p(self, q: float) -> float:
@@ -205,13 +206,18 @@ def measure(base: str, plan: list[tuple[str, Callable[[int], str]]], calls: int,
             timing = Timing(label, path(0))
             for i in range(warmup + calls):
                 started = clock()
-                response = c.get(path(i))
+                with c.stream("GET", path(i)) as response:
+                    chunks = response.iter_bytes()
+                    body = next(chunks, b"")
+                    first = (clock() - started) * 1000
+                    body += b"".join(chunks)
                 elapsed = (clock() - started) * 1000
                 if response.status_code != 200:
-                    raise RuntimeError(f"{label}: HTTP {response.status_code}: {response.text[:300]}")
+                    raise RuntimeError(f"{label}: HTTP {response.status_code}: {body[:300]!r}")
                 if i >= warmup:
                     timing.latencies_ms.append(elapsed)
-                timing.bytes = len(response.content)
+                    timing.first_byte_ms.append(first)
+                timing.bytes = len(body)
             out.append(timing)
     return out
 
@@ -289,11 +295,12 @@ def run(keys: int = 1000, rows: int = 100_000, n_teams: int | None = None, calls
 
 
 def table(results: Results) -> list[str]:
-    rows = ["| route | n | p50 ms | p95 ms | max ms | response bytes |", "|---|---:|---:|---:|---:|---:|"]
+    rows = ["| route | n | p50 ms | p95 ms | max ms | first byte p95 ms | response bytes |",
+            "|---|---:|---:|---:|---:|---:|---:|"]
     for t in results.timings:
         flag = " **over 50 ms**" if t.p(95) >= TARGET_MS else ""
         rows.append(f"| {t.route} | {len(t.latencies_ms)} | {t.p(50):.1f} | {t.p(95):.1f}{flag} "
-                    f"| {max(t.latencies_ms):.1f} | {t.bytes:,} |")
+                    f"| {max(t.latencies_ms):.1f} | {percentile(t.first_byte_ms, 95):.1f} | {t.bytes:,} |")
     return rows
 
 
@@ -312,12 +319,14 @@ def section(results: Results) -> str:
         f"SQLAlchemy {env['sqlalchemy']}, {env['date']}; load average {load1:.2f} (1 min) / {load5:.2f} (5 min) "
         "at the start). One gateway process (`--workers 1`, two model groups, the master key) on that database"
         f"{pinned}. One `httpx.Client` with the master key, one request at a time: per route {env['warmup']} "
-        f"unrecorded requests, then {env['calls']} timed from the request to the body read (200 checked); the "
+        f"unrecorded requests, then {env['calls']} timed from the request to the body read (200 checked; and to the "
+        "body's first bytes, *first byte*); the "
         "routes naming a key or a team cycle through them. The list routes at their defaults (`/key/list` and "
         "`/v2/team/list` 10 a page, `/spend/logs/v2` 50, `/team/list` every team); the span is the last "
         f"{SPAN_DAYS} days. Target: p95 under 50 ms. `/spend/logs` without a summary is LiteLLM's unpaged list: "
-        "up to 10,000 rows (6 MB of JSON) in one response, over the target by its size (fetching that many rows "
-        "from PostgreSQL alone takes about 65 ms here); the other routes answer in pages or from the roll-ups.")
+        "up to 10,000 rows (6 MB of JSON) in one response, sent a chunk of 1,000 rows at a time as they are read: "
+        "its first bytes come within the target, the whole of it is over it by its size (fetching that many rows "
+        "from PostgreSQL alone takes about 45 ms here); the other routes answer in pages or from the roll-ups.")
     return "\n".join([SECTION, "", method, "", *table(results), ""])
 
 

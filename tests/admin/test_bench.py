@@ -26,6 +26,7 @@ def test_the_benchmark_times_every_admin_route_and_rewrites_only_its_section(tmp
     for timing in results.timings:
         assert len(timing.latencies_ms) == 3, timing.route
         assert all(math.isfinite(v) and v > 0 for v in timing.latencies_ms), timing.route
+        assert all(0 < first <= whole for first, whole in zip(timing.first_byte_ms, timing.latencies_ms, strict=True))
         assert timing.bytes > 2, timing.route  # a body, not an empty list
 
     rows = [t.route for t in results.timings]
