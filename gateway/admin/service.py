@@ -91,7 +91,7 @@ def _key_columns(req: schemas.KeyFields, now: datetime, *, only_set: bool) -> di
     return values
 
 
-def _check_models(admin: Admin, values: dict[str, Any]) -> None:
+def check_models(admin: Admin, values: dict[str, Any]) -> None:
     """Each model a request names is one of the gateway's (checked only when it names models)."""
     if admin.registry is None or "models" not in values:
         return
@@ -119,9 +119,9 @@ def unknown_model(registry: ModelRegistry, name: str) -> str | None:
             "for the pass-throughs, or * for every model")
 
 
-async def _check_key_columns(admin: Admin, values: dict[str, Any], current: KeyRecord | None = None) -> None:
+async def check_key_columns(admin: Admin, values: dict[str, Any], current: KeyRecord | None = None) -> None:
     """The models exist, the alias is free, the team exists, and the key's models lie within the team's."""
-    _check_models(admin, values)
+    check_models(admin, values)
     alias = values.get("key_alias")
     if alias is not None and (current is None or alias != current.key_alias):
         holders = await queries.keys_with_alias_like(admin.db, alias)
@@ -208,7 +208,7 @@ async def create_key(admin: Admin, req: schemas.GenerateKeyRequest,
         values["user_id"] = identity.user_id
     await _check_owner(admin, identity, values.get("team_id"), values.get("user_id"))
     _check_spend(identity, req, values.get("team_id"))
-    await _check_key_columns(admin, values)
+    await check_key_columns(admin, values)
     key = generate_key()
     values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key), spend=req.spend or 0.0)
     record = await store.insert_key(admin.db, values)
@@ -245,7 +245,7 @@ async def update_key(admin: Admin, req: schemas.UpdateKeyRequest, identity: Iden
     if "spend" in req.model_fields_set:
         values["spend"] = req.spend or 0.0
     await _check_change(admin, identity, values, current, req)
-    await _check_key_columns(admin, values, current)
+    await check_key_columns(admin, values, current)
     return await _save_key(admin, current.token, values)
 
 
@@ -262,14 +262,14 @@ async def regenerate_key(admin: Admin, req: schemas.RegenerateKeyRequest,
     current = await writable_key(admin, identity, req.key)
     values = _key_columns(req, datetime.now(UTC), only_set=True)
     await _check_change(admin, identity, values, current, req)
-    await _check_key_columns(admin, values, current)
+    await check_key_columns(admin, values, current)
     key = generate_key()
     values.update(token=admin.hasher.hash(key), key_prefix=display_prefix(key))
     return key, await _save_key(admin, current.token, values)
 
 
 async def _save_key(admin: Admin, token: str, values: dict[str, Any]) -> KeyRecord:
-    return await _announced(admin, await store.update_key(admin.db, token, values), "key", "key")
+    return await announced(admin, await store.update_key(admin.db, token, values), "key", "key")
 
 
 async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest, identity: Identity = MASTER) -> list[str]:
@@ -294,7 +294,7 @@ async def delete_keys(admin: Admin, req: schemas.DeleteKeysRequest, identity: Id
 async def create_team(admin: Admin, req: schemas.NewTeamRequest) -> TeamRecord:
     now = datetime.now(UTC)
     values = _limit_columns(req, now, only_set=False)
-    _check_models(admin, values)
+    check_models(admin, values)
     values.update(team_id=req.team_id or new_team_id(), team_alias=req.team_alias, spend=0.0)
     if await store.get_team(admin.db, values["team_id"]) is not None:
         raise RequestInvalid("A team with this team_id exists already.", ("team_id",), code="conflict")
@@ -312,7 +312,7 @@ async def find_team(admin: Admin, team_id: str) -> TeamRecord:
 
 async def update_team(admin: Admin, req: schemas.UpdateTeamRequest) -> TeamRecord:
     values = _limit_columns(req, datetime.now(UTC), only_set=True)
-    _check_models(admin, values)
+    check_models(admin, values)
     if "team_alias" in req.model_fields_set:
         values["team_alias"] = req.team_alias
     return await _save_team(admin, req.team_id, values)
@@ -323,10 +323,10 @@ async def set_team_blocked(admin: Admin, team_id: str, blocked: bool) -> TeamRec
 
 
 async def _save_team(admin: Admin, team_id: str, values: dict[str, Any]) -> TeamRecord:
-    return await _announced(admin, await store.update_team(admin.db, team_id, values), "team", "team_id")
+    return await announced(admin, await store.update_team(admin.db, team_id, values), "team", "team_id")
 
 
-async def _announced(admin: Admin, record: Saved | None, what: str, field: str) -> Saved:
+async def announced(admin: Admin, record: Saved | None, what: str, field: str) -> Saved:
     """The changed record, once every gateway has been told; 404 when it was not there (deleted meanwhile)."""
     if record is None:
         raise NotFound(f"No such {what}.", field)

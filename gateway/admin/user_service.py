@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gateway.admin import user_schemas
-from gateway.admin.service import Admin, NotFound, _announced, _check_key_columns, _check_models, find_team
+from gateway.admin.service import Admin, NotFound, announced, check_key_columns, check_models, find_team
 from gateway.auth import roles, store, user_store
 from gateway.auth.durations import expires_at, next_reset
 from gateway.auth.keys import display_prefix, generate_key
@@ -52,7 +52,7 @@ async def create_user(admin: Admin, req: user_schemas.NewUserRequest
     """The user, its memberships and (``auto_create_key``) its key: (user, the key shown once, its record)."""
     now = datetime.now(UTC)
     values = _user_columns(req, now, only_set=False)
-    _check_models(admin, values)
+    check_models(admin, values)
     values.update(user_id=req.user_id or new_user_id(), spend=0.0)
     teams: dict[str, str] = {}
     for index, team in enumerate(req.teams or []):
@@ -72,7 +72,7 @@ async def create_user(admin: Admin, req: user_schemas.NewUserRequest
     if req.auto_create_key:
         key_values = {"key_alias": req.key_alias, "team_id": req.team_id,
                       "expires": expires_at(req.duration, now) if req.duration else None}
-        await _check_key_columns(admin, {k: v for k, v in key_values.items() if k != "expires"})
+        await check_key_columns(admin, {k: v for k, v in key_values.items() if k != "expires"})
     user = await user_store.insert_user(admin.db, values, [Membership(t, r) for t, r in teams.items()])
     key = record = None
     if req.auto_create_key:
@@ -90,11 +90,11 @@ async def update_user(admin: Admin, req: user_schemas.UpdateUserRequest) -> User
         values.pop("user_email", None)  # it named the user
     if "spend" in req.model_fields_set:
         values["spend"] = req.spend or 0.0
-    _check_models(admin, values)
+    check_models(admin, values)
     if values.get("user_email") is not None and values["user_email"] != current.user_email:
         if await user_store.get_user(admin.db, email=values["user_email"]) is not None:
             raise RequestInvalid("user_email is in use by another user.", ("user_email",), code="conflict")
-    return await _announced(admin, await user_store.update_user(admin.db, current.user_id, values), "user",
+    return await announced(admin, await user_store.update_user(admin.db, current.user_id, values), "user",
                             "user_id")
 
 
