@@ -82,7 +82,7 @@ def _routes(row: VerificationToken | Team) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _columns(values: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
+def table_columns(values: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any]:
     out = {("metadata_" if name == "metadata" else name): value for name, value in values.items()}
     unknown = set(out) - allowed
     if unknown:
@@ -122,12 +122,12 @@ async def get_key(db: Database, *, token: str | None = None, alias: str | None =
 
 
 async def insert_key(db: Database, values: Mapping[str, Any]) -> KeyRecord:
-    return await _insert(db, VerificationToken(**_columns(values, KEY_COLUMNS)), key_record)
+    return await _insert(db, VerificationToken(**table_columns(values, KEY_COLUMNS)), key_record)
 
 
 async def update_key(db: Database, token: str, values: Mapping[str, Any]) -> KeyRecord | None:
     """Set ``values`` on the key ``token`` (a new ``token`` among them replaces its id: regenerate)."""
-    return await _update(db, VerificationToken, token, _columns(values, KEY_COLUMNS), key_record)
+    return await _update(db, VerificationToken, token, table_columns(values, KEY_COLUMNS), key_record)
 
 
 async def delete_keys(db: Database, tokens: Sequence[str] = (), aliases: Sequence[str] = ()) -> list[str]:
@@ -189,24 +189,32 @@ async def teams_by_alias(db: Database, alias: str, limit: int = 2) -> list[TeamR
 
 
 async def insert_team(db: Database, values: Mapping[str, Any]) -> TeamRecord:
-    return await _insert(db, Team(**_columns(values, TEAM_COLUMNS)), team_record,
+    return await _insert(db, Team(**table_columns(values, TEAM_COLUMNS)), team_record,
                          "a team with this team_id exists already", "team_id")
 
 
 async def update_team(db: Database, team_id: str, values: Mapping[str, Any]) -> TeamRecord | None:
-    return await _update(db, Team, team_id, _columns(values, TEAM_COLUMNS), team_record)
+    return await _update(db, Team, team_id, table_columns(values, TEAM_COLUMNS), team_record)
 
 
 async def delete_teams(db: Database, team_ids: Sequence[str]) -> tuple[list[str], int]:
     """Delete these teams, their keys and memberships, in one transaction: (the team ids deleted, keys deleted)."""
-    ids = list(team_ids)
+    return await delete_with_keys(db, Team, "team_id", team_ids)
+
+
+async def delete_with_keys(db: Database, owner: type[Team] | type[User], id_name: str,
+                           ids: Sequence[str]) -> tuple[list[str], int]:
+    """Delete these teams or users (``owner`` rows by ``id_name``), the keys they own and their
+    memberships, in one transaction: (the ids deleted, the number of keys deleted)."""
+    ids = list(ids)
     async with db.sessions() as session:
-        keys = await session.execute(sa.delete(VerificationToken).where(VerificationToken.team_id.in_(ids))
+        keys = await session.execute(sa.delete(VerificationToken).where(getattr(VerificationToken, id_name).in_(ids))
                                      .returning(VerificationToken.token))
         key_count = len(keys.all())
-        await session.execute(sa.delete(TeamMembership).where(TeamMembership.team_id.in_(ids)))
-        teams = await session.execute(sa.delete(Team).where(Team.team_id.in_(ids)).returning(Team.team_id))
-        deleted = [team_id for (team_id,) in teams.all()]
+        await session.execute(sa.delete(TeamMembership).where(getattr(TeamMembership, id_name).in_(ids)))
+        owners = await session.execute(sa.delete(owner).where(getattr(owner, id_name).in_(ids))
+                                       .returning(getattr(owner, id_name)))
+        deleted = [owner_id for (owner_id,) in owners.all()]
         await session.commit()
     return deleted, key_count
 
@@ -258,8 +266,8 @@ async def reset_budgets(db: Database, now: datetime | None = None) -> int:
     now = now or datetime.now(UTC)
     async with db.sessions() as session:
         due: list[VerificationToken | Team | User] = [
-            *await _due(session, VerificationToken, now, _lock(db)), *await _due(session, Team, now, _lock(db)),
-            *await _due(session, User, now, _lock(db))]
+            *await _due(session, VerificationToken, now, row_locks(db)), *await _due(session, Team, now, row_locks(db)),
+            *await _due(session, User, now, row_locks(db))]
         for row in due:
             _reset(row, now)
         await session.commit()
@@ -294,30 +302,33 @@ def _reset(row: VerificationToken | Team | User, now: datetime) -> None:
 async def _insert(db: Database, row: Row, record: Callable[[Row], Out], *conflict: str) -> Out:
     async with db.sessions() as session:
         session.add(row)
-        await _commit(session, *conflict)
+        await commit_or_conflict(session, *conflict)
         return record(row)
 
 
 async def _update(db: Database, model: type[Row], key: str, columns: Mapping[str, Any],
                   record: Callable[[Row], Out]) -> Out | None:
     async with db.sessions() as session:
-        row = await session.get(model, key, with_for_update=_lock(db))
+        row = await session.get(model, key, with_for_update=row_locks(db))
         if row is None:
             return None
         for name, value in columns.items():
             setattr(row, name, value)
         row.updated_at = datetime.now(UTC)
-        await _commit(session)
+        await commit_or_conflict(session)
         return record(row)
 
 
-def _lock(db: Database) -> bool:
+def row_locks(db: Database) -> bool:
     """Row locks where the database has them (SQLite's BEGIN IMMEDIATE already serialises writers)."""
     return db.dialect == "postgresql"
 
 
-async def _commit(session: AsyncSession, message: str = "conflicts with an existing key or team (key_alias in use, "
-                  "or the team is gone)", field: str | None = None) -> None:
+KEY_OR_TEAM_CONFLICT = "conflicts with an existing key or team (key_alias in use, or the team is gone)"
+
+
+async def commit_or_conflict(session: AsyncSession, message: str = KEY_OR_TEAM_CONFLICT,
+                             field: str | None = None) -> None:
     try:
         await session.commit()
     except IntegrityError:

@@ -15,7 +15,15 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from gateway.auth.records import Membership, UserRecord
-from gateway.auth.store import USER_COLUMNS, Conflict, _columns, _commit, _lock, user_record
+from gateway.auth.store import (
+    USER_COLUMNS,
+    Conflict,
+    commit_or_conflict,
+    delete_with_keys,
+    row_locks,
+    table_columns,
+    user_record,
+)
 from gateway.db.engine import Database
 from gateway.db.models import TeamMembership, User, VerificationToken, new_user_id
 
@@ -46,7 +54,7 @@ async def get_user(db: Database, user_id: str | None = None, *, email: str | Non
 async def insert_user(db: Database, values: Mapping[str, Any], teams: Sequence[Membership] = ()) -> UserRecord:
     """A new user and its memberships, in one transaction (``Conflict`` for a taken id or email, or a team gone)."""
     async with db.sessions() as session:
-        row = User(**_columns({"user_id": new_user_id(), **values}, USER_COLUMNS))
+        row = User(**table_columns({"user_id": new_user_id(), **values}, USER_COLUMNS))
         session.add(row)
         try:  # the user first: without relationship()s the unit of work may not order the two tables
             await session.flush()
@@ -55,34 +63,25 @@ async def insert_user(db: Database, values: Mapping[str, Any], teams: Sequence[M
             raise Conflict("a user with this user_id or user_email exists already", "user_id") from None
         session.add_all([TeamMembership(team_id=member.team_id, user_id=row.user_id, role=member.role)
                          for member in teams])
-        await _commit(session, "a team named in teams does not exist", "teams")
+        await commit_or_conflict(session, "a team named in teams does not exist", "teams")
         return user_record(row, teams)
 
 
 async def update_user(db: Database, user_id: str, values: Mapping[str, Any]) -> UserRecord | None:
     async with db.sessions() as session:
-        row = await session.get(User, user_id, with_for_update=_lock(db))
+        row = await session.get(User, user_id, with_for_update=row_locks(db))
         if row is None:
             return None
-        for name, value in _columns(values, USER_COLUMNS).items():
+        for name, value in table_columns(values, USER_COLUMNS).items():
             setattr(row, name, value)
         row.updated_at = datetime.now(UTC)
-        await _commit(session, "user_email is in use by another user", "user_email")
+        await commit_or_conflict(session, "user_email is in use by another user", "user_email")
         return user_record(row, (await _teams_of(session, [user_id])).get(user_id, ()))
 
 
 async def delete_users(db: Database, user_ids: Sequence[str]) -> tuple[list[str], int]:
     """Delete these users, their keys and memberships, in one transaction: (the user ids deleted, keys deleted)."""
-    ids = list(user_ids)
-    async with db.sessions() as session:
-        keys = await session.execute(sa.delete(VerificationToken).where(VerificationToken.user_id.in_(ids))
-                                     .returning(VerificationToken.token))
-        key_count = len(keys.all())
-        await session.execute(sa.delete(TeamMembership).where(TeamMembership.user_id.in_(ids)))
-        users = await session.execute(sa.delete(User).where(User.user_id.in_(ids)).returning(User.user_id))
-        deleted = [user_id for (user_id,) in users.all()]
-        await session.commit()
-    return deleted, key_count
+    return await delete_with_keys(db, User, "user_id", user_ids)
 
 
 async def list_users(db: Database, *, page: int, size: int, user_ids: Sequence[str] | None = None,
@@ -112,12 +111,12 @@ async def set_members(db: Database, team_id: str, members: Sequence[tuple[str, s
     """Add (user_id, role) members to the team, or change the role of those already in it."""
     async with db.sessions() as session:
         for user_id, role in members:
-            row = await session.get(TeamMembership, (team_id, user_id), with_for_update=_lock(db))
+            row = await session.get(TeamMembership, (team_id, user_id), with_for_update=row_locks(db))
             if row is None:
                 session.add(TeamMembership(team_id=team_id, user_id=user_id, role=role))
             else:
                 row.role = role
-        await _commit(session, "the team or a user is gone", "team_id")
+        await commit_or_conflict(session, "the team or a user is gone", "team_id")
 
 
 async def remove_members(db: Database, team_id: str, user_ids: Sequence[str]) -> list[str]:
