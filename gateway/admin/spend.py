@@ -1,11 +1,10 @@
 """Spend: ``GET /spend/logs`` as LiteLLM answers it (a plain list: the rows, newest first, at most
-``MAX_LIST_ROWS`` with ``x-litellm-spend-logs-truncated: true`` past them, sent a chunk at a time as they
-are read, or with ``start_date`` and
-``end_date`` and ``summarize`` (the default) one entry per day; the rows also filter by ``key_alias``,
-``team_id`` and ``model``, as on v2; ``user_id`` filters the rows' ``user``, the key's user), ``GET
-/spend/logs/v2`` (LiteLLM's paginated form: ``data``, ``total``, ``page``, ``page_size``, ``total_pages``;
-the UI reads it as ``/spend/logs/ui``, LiteLLM's UI route) and ``GET /global/spend/report`` (per day,
-model, model group, team, key or user, from the daily roll-ups). Every filter is a bound parameter
+``MAX_LIST_ROWS`` with ``x-litellm-spend-logs-truncated: true`` past them, sent a chunk at a time as they are
+read; or with ``start_date`` and ``end_date`` and ``summarize`` (the default) one entry per day; the rows also
+filter by ``key_alias``, ``team_id`` and ``model``, as on v2; ``user_id`` filters the rows' ``user``, the key's
+user), ``GET /spend/logs/v2`` (LiteLLM's paginated form: ``data``, ``total``, ``page``, ``page_size``,
+``total_pages``; the UI reads it as ``/spend/logs/ui``, LiteLLM's UI route) and ``GET /global/spend/report``
+(per day, model, model group, team, key or user, from the daily roll-ups). Every filter is a bound parameter
 (``gateway/db/queries.py``) and is validated here first.
 
 Who reads what (``gateway/auth/roles.py``, ``_visible``): a proxy admin or viewer (the master key
@@ -67,8 +66,6 @@ class SpendLogRow(BaseModel):
     startTime: dt.datetime
     endTime: dt.datetime
     status: int | None = None
-
-
 
 
 def _json(body: bytes, headers: dict[str, str] | None = None) -> Response:
