@@ -79,6 +79,10 @@ def _main(argv: list[str] | None) -> int:
         from gateway.db.cli import migrate_main
 
         return migrate_main(argv[1:])
+    if argv and argv[0] in ("outcomes", "calibration", "decision-log"):
+        from gateway.calibration import cli as calibration_cli
+
+        return calibration_cli.main(argv)
     if argv and argv[0] in ("keys", "teams", "spend"):
         from gateway.admin import cli as admin_cli
 

@@ -49,6 +49,8 @@ class RequestContext:
     tried: list[Deployment] = field(default_factory=list)  # the deployment that answered each chunk
     result: DecisionResult | None = None
     cache: Any = None  # the cache outcome (later)
+    calibration_header: str | None = None  # x-decisions-calibration as sent (apply / off)
+    calibration: Any = None  # what the calibrate step applied (gateway.calibration.apply.Applied): the raw result
     # settle and render
     cost: float | None = None
     status: int = 0

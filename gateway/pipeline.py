@@ -34,9 +34,12 @@ from gateway.admission.admission import Admission
 from gateway.auth.identity import Authenticator, check_model_allowed
 from gateway.auth.routes import check_route_allowed
 from gateway.cache.steps import cache_lookup, cache_merge
+from gateway.calibration.apply import CalibratorSet
+from gateway.calibration.step import calibrate, check_header
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS, LimitsSettings
 from gateway.config.registry import ModelRegistry
 from gateway.context import RequestContext
+from gateway.decisionlog.settings import DecisionLogSettings
 from gateway.decode.body import (  # OFF_LOOP_BYTES: bodies this large (or compressed, or multipart) decode off the loop
     OFF_LOOP_BYTES,  # noqa: F401 - re-exported for the pipeline's tests
     BodyError,
@@ -108,6 +111,8 @@ class Pipeline:
         self.admission: Admission | None = None  # the keys' and teams' limits and budgets
         self.observer: Observer | None = None  # metrics, the request log line, traces (gateway/observability)
         self.cache: AnswerCache | None = None  # the per-question answer cache (gateway/cache)
+        self.decision_log = DecisionLogSettings()  # capture levels and calibration switches (gateway/decisionlog)
+        self.calibrators = CalibratorSet()  # the active calibrators (gateway/calibration), loaded from the database
         self._background: set[asyncio.Future[Any]] = set()
         self.token_ratios = TokenRatios()  # per deployment and content kind: counted / estimated input tokens
         self.request_log: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
@@ -265,6 +270,7 @@ async def parse(pipeline: Pipeline, ctx: RequestContext) -> None:
     ctx.model_requested = check_model(ctx.body.json, pipeline.registry, getattr(ctx.identity, "models", None))
     ctx.model_group = pipeline.registry.resolve(ctx.model_requested)  # a model_group_alias answers as its group
     pipeline.registry.require_group(ctx.model_group)
+    ctx.calibration_header = check_header(ctx)
     req = await pipeline.heavy.run(parse_body, ctx, pipeline.limits) if ctx.heavy \
         else parse_body(ctx, pipeline.limits)
     if ctx.forwarded_headers:
@@ -338,7 +344,7 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
     request, and the observer's metrics, log line and span end (gateway/observability)."""
     if pipeline.spend is not None:
         try:
-            pipeline.spend.write(ctx)
+            pipeline.spend.write(ctx, pipeline.decision_log)
         except Exception:  # noqa: BLE001 - a full disk must not turn an answer into a 500; say it loudly
             log.exception("the spend row of request %s could not be written to the outbox", ctx.request_id)
     body = ctx.body
@@ -358,8 +364,7 @@ def record(pipeline: Pipeline, ctx: RequestContext) -> None:
 
 
 DECISION_STEPS: tuple[Step, ...] = (authenticate, read, decode, parse, authorize, cache_lookup, admit, route, settle,
-                                    cache_merge, render,
-                                    encode)
+                                    cache_merge, calibrate, render, encode)
 IR_STEPS: tuple[Step, ...] = (parse, cache_lookup, route, cache_merge, render)  # a body that is already JSON
 
 

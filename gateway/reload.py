@@ -55,6 +55,7 @@ from gateway.config.errors import ConfigError
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig, build_limits_settings, load_config
 from gateway.config.registry import ModelRegistry
+from gateway.decisionlog.settings import decision_log_settings
 from gateway.pipeline import Pipeline
 from gateway.router import Router, key_of
 from gateway.router.settings import RouterSettings, router_settings_of
@@ -154,6 +155,7 @@ def build(state: Reloadable, new: GatewayConfig) -> Built:
     pipeline = copy.copy(old)  # shares the upstream, auth, limits, spend log, request log, background tasks
     pipeline.registry, pipeline.router = registry, router
     pipeline.limits, pipeline.settings = config.request_limits, config.limits or DEFAULT_LIMITS_SETTINGS
+    pipeline.decision_log = decision_log_settings(config.general_settings, config.deployments)
     return Built(config, registry, settings, pipeline, restart_required)
 
 

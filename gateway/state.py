@@ -4,7 +4,11 @@ pipeline over them, and the start-up warm-up of ``local/`` models."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import math
 import os
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +22,7 @@ from gateway.cache import AnswerCache, cache_settings_of
 from gateway.config.limits import DEFAULT_LIMITS_SETTINGS
 from gateway.config.loader import GatewayConfig
 from gateway.config.registry import ModelRegistry
+from gateway.decisionlog.settings import decision_log_settings
 from gateway.health.local_models import LocalModels
 from gateway.health.readiness import Readiness
 from gateway.observability import Observer
@@ -34,7 +39,9 @@ from gateway.upstream.upstream import Upstream
 if TYPE_CHECKING:
     from gateway.db.engine import Database
 
+log = logging.getLogger("gateway.state")
 DB_START_WAIT_S = 10.0
+CALIBRATION_GAUGES_S = 60.0
 REDIS_TIMEOUT_S = 2.0  # how long start-up waits for the database before serving without it
 
 
@@ -87,6 +94,7 @@ class GatewayState:
         self.passthrough = PassthroughSettings.from_environ()
         self.spend = SpendLog(config.general_settings)
         self.pipeline.spend = self.spend
+        self.pipeline.decision_log = decision_log_settings(config.general_settings, config.deployments)
         self.auth = build_authenticator(config.general_settings, self.spend, self.shared)
         self.pipeline.auth = self.auth
         failure = config.general_settings.get("limits_on_redis_failure")
@@ -111,8 +119,39 @@ class GatewayState:
         await self.spend.wait_open(DB_START_WAIT_S)
         await self.observer.start()
         self.budget_resets.start()
+        self._calibrators_task = asyncio.ensure_future(self._follow_calibrators())
+
+    async def _follow_calibrators(self) -> None:
+        """The active calibrators, read from the database now and every ``REFRESH_S`` seconds (a fit or a
+        rollback in this process refreshes them at once; in another, within that); the calibration gauges
+        every ``CALIBRATION_GAUGES_S``."""
+        from gateway.calibration.apply import REFRESH_S
+        from gateway.calibration.service import gauge_figures, load_active
+
+        failing = False
+        last_gauges = -math.inf
+        while True:
+            db = self.db
+            if db is not None:
+                try:
+                    await load_active(db, self.pipeline.calibrators)
+                    if time.monotonic() - last_gauges >= CALIBRATION_GAUGES_S:
+                        last_gauges = time.monotonic()
+                        self.observer.metrics.calibration(await gauge_figures(db, self.pipeline.decision_log.sites))
+                    failing = False
+                except Exception as exc:  # noqa: BLE001 - the database's state; keep the calibrators there are
+                    if not failing:
+                        log.warning("calibrators cannot be read (%s); the ones loaded stay in force",
+                                    type(exc).__name__)
+                    failing = True
+            await asyncio.sleep(REFRESH_S)
 
     async def close(self) -> None:
+        task = getattr(self, "_calibrators_task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await self.budget_resets.close()
         await self.pipeline.router.health.drain()
         await self.pipeline.close()

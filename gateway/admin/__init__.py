@@ -19,7 +19,7 @@ def admin_router() -> APIRouter:
     ``/v2``, ``/ui``), ``/global/spend/report``, ``/model/info``, ``/model_group/info``."""
     from fastapi import APIRouter
 
-    from gateway.admin import keys, models, spend, teams, users
+    from gateway.admin import calibration, keys, models, spend, teams, users
 
     router = APIRouter()
     router.include_router(keys.router)
@@ -27,4 +27,5 @@ def admin_router() -> APIRouter:
     router.include_router(users.router)
     router.include_router(spend.router)
     router.include_router(models.router)
+    router.include_router(calibration.router)
     return router

@@ -140,17 +140,21 @@ def _too_large(limit: int) -> RequestInvalid:
 
 
 class AdminRoute(APIRoute):
+    requires_master_key = True  # off without one (the admin API); the calibration routes are open with the gateway
+    body_limit = MAX_BODY_BYTES
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def guarded(request: Request) -> Response:
             try:
                 auth = authenticator(request)
-                if not auth.required:
+                if not auth.required and self.requires_master_key:
                     raise PermissionDenied("The admin API is off: set general_settings.master_key "
                                            "(or DECISIONS_GATEWAY_MASTER_KEY).", code="admin_disabled")
                 request.state.admin_identity = await auth.resolve_headers(request.headers)
-                await read_capped(request)
+                request.state.open_gateway = not auth.required
+                await read_capped(request, self.body_limit)
                 return await handler(request)
             except DecisionError as err:
                 return error_response(err)

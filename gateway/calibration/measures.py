@@ -20,10 +20,21 @@ decisions: each draw redistributes the N decisions over the bins (multinomial on
 right ones within each bin (binomial on its accuracy), each bin's mean confidence held; the interval is
 the draws' central quantiles. Decisions carry weights (an outcome's ``weight``); a bin's ``n`` is the
 sum of its weights, and the bootstrap draws ``round(N)`` decisions.
+
+A draw costs the same at any N. It is one multinomial over the bins' right and wrong cells (the same
+distribution as the bins' counts, then the right ones within each), drawn a cell at a time, each count a
+binomial on the cell's share of what the cells before it left; a binomial is exact (by inversion of its
+distribution, each table built once per count left and only as far as the draws reach) while its
+variance ``n p (1 - p)`` is under ``NORMAL_FROM``, and the normal approximation rounded to the nearest
+count beyond, where the two differ by well under the bootstrap's own noise. A draw's ECE is then
+``sum_b |right_b - confidence_b * count_b| / N`` (``ece`` of the drawn bins, not built). ``DRAWS`` draws
+take ~7 ms over 8 bins and ~13 ms over 15 on a small CPU, at any N, where a Bernoulli draw per decision
+took ~2N random calls a draw (a third of a second at N = 1,000).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -33,6 +44,8 @@ BINS = 15  # equal-width bins of the top-1 probability: the common choice for EC
 EPSILON = 1e-15  # the least probability log loss takes
 DRAWS = 1000  # bootstrap draws of an ECE interval
 LEVEL = 0.95  # the interval's coverage
+NORMAL_FROM = 10.0  # a bootstrap binomial of this variance or more is drawn from its normal approximation
+NORMAL_BATCH = 256  # standard normals drawn at a time (pairs, by Box-Muller)
 
 
 @dataclass(frozen=True)
@@ -134,38 +147,77 @@ def ece_interval(bins: Sequence[Bin], draws: int = DRAWS, level: float = LEVEL,
     if n < 1:
         return (0.0, 0.0)
     rng = random.Random(seed)
-    shares = [b.n / total for b in bins]
+    cells = _cells(bins, total)
+    normals: list[float] = []
+    uniform, pop, sqrt, place = rng.random, normals.pop, math.sqrt, bisect.bisect_right  # looked up once
     values = []
     for _ in range(draws):
-        counts = _multinomial(rng, n, shares)
-        drawn = [Bin(b.index, count, b.confidence * count, _binomial(rng, count, b.accuracy))
-                 for b, count in zip(bins, counts, strict=True) if count]
-        values.append(ece(drawn))
+        left, gap = n, 0.0
+        for pair in cells:
+            signed = 0.0  # right_b - confidence_b * count_b, as (1 - c) * right - c * wrong
+            for q, spread, mirrored, coefficient, tables, terms in pair:
+                mean = left * q
+                variance = mean * spread
+                if variance >= NORMAL_FROM:  # the normal approximation, to the nearest count
+                    k = int(mean + (pop() if normals else _normals(rng, normals)) * sqrt(variance) + 0.5)
+                    k = 0 if k < 0 else left if k > left else k
+                else:  # exact: the uniform draw's place in the cumulative distribution
+                    table, u = tables.get(left), uniform()
+                    k = place(table, u) if table and u < table[-1] else _exact(tables, terms, left, q, u)
+                if mirrored:
+                    k = left - k
+                left -= k
+                signed += coefficient * k
+            gap += abs(signed)
+        values.append(gap / n)
     values.sort()
     tail = (1.0 - level) / 2
     return (_quantile(values, tail), _quantile(values, 1.0 - tail))
 
 
-def _multinomial(rng: random.Random, n: int, shares: Sequence[float]) -> list[int]:
-    counts, left, rest = [], n, 1.0
-    for share in shares[:-1]:
-        count = _binomial(rng, left, min(1.0, share / rest) if rest > 0 else 0.0)
-        counts.append(count)
-        left -= count
+_Cell = tuple[float, float, bool, float, dict[int, list[float]], dict[int, float]]
+
+
+def _cells(bins: Sequence[Bin], total: float) -> list[list[_Cell]]:
+    """Each bin's right and wrong cells, as (q, 1 - q, mirrored, coefficient, tables, terms): a count is a
+    binomial on its share ``p`` of what the cells before it left (the last cell takes all that is left),
+    drawn as ``q = min(p, 1 - p)`` and mirrored when ``p > 1/2``; it adds ``coefficient * count`` to its
+    bin's signed gap; ``tables`` and ``terms`` are its exact draws' (``_exact``), by the count left."""
+    shares = [(b.n / total * b.accuracy, 1.0 - b.confidence, b.n / total * (1.0 - b.accuracy), -b.confidence)
+              for b in bins]
+    flat = [(share, coefficient, i) for i, row in enumerate(shares) for share, coefficient in (row[:2], row[2:])
+            if share > 0]
+    cells: list[list[_Cell]] = [[] for _ in bins]
+    rest = 1.0
+    for j, (share, coefficient, i) in enumerate(flat):
+        p = 1.0 if j == len(flat) - 1 else min(1.0, share / rest) if rest > 0 else 0.0
         rest -= share
-    return [*counts, left]
+        q = min(p, 1.0 - p)
+        cells[i].append((q, 1.0 - q, p > 0.5, coefficient, {}, {}))
+    return cells
 
 
-def _binomial(rng: random.Random, n: int, p: float) -> int:
-    """A Binomial(n, p) draw: exact (n Bernoulli draws) up to a few thousand, normal beyond."""
-    if n <= 0 or p <= 0.0:
-        return 0
-    if p >= 1.0:
-        return n
-    if n <= 5000:
-        return sum(rng.random() < p for _ in range(n))
-    draw = round(rng.gauss(n * p, math.sqrt(n * p * (1 - p))))
-    return min(n, max(0, draw))
+def _normals(rng: random.Random, into: list[float]) -> float:
+    """Standard normals by Box-Muller, ``NORMAL_BATCH`` pairs at a time: returns one, keeps the rest."""
+    for _ in range(NORMAL_BATCH):
+        radius = math.sqrt(-2.0 * math.log(1.0 - rng.random()))
+        angle = math.tau * rng.random()
+        into += (radius * math.cos(angle), radius * math.sin(angle))
+    return into.pop()
+
+
+def _exact(tables: dict[int, list[float]], terms: dict[int, float], n: int, q: float, u: float) -> int:
+    """A Binomial(n, q) draw by inversion, ``q <= 1/2``: how many of ``P(X <= k)``, ``k = 0, 1, ...``, are at
+    or below the uniform ``u``. ``tables[n]`` keeps those sums, extended only as far as a draw reaches
+    (the mean, ``n q``, is under ``2 * NORMAL_FROM`` where this is used, so a table stays short), and
+    ``terms[n]`` its last term, whence the next: ``P(k) = P(k - 1) * q / (1 - q) * (n - k + 1) / k``."""
+    table = tables.setdefault(n, [])
+    k = bisect.bisect_right(table, u)
+    while k == len(table) and k <= n:
+        terms[n] = terms[n] * q / (1.0 - q) * (n - k + 1) / k if k else (1.0 - q) ** n
+        table.append((table[-1] if table else 0.0) + terms[n])
+        k += u >= table[-1]
+    return min(k, n)
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:

@@ -63,6 +63,8 @@ GENERAL_SETTINGS = frozenset({
     "allowed_origins",
     # start without the provider keys some deployments need (gateway/config/credentials.py)
     "allow_missing_keys",
+    # the decision log and calibration (gateway/decisionlog/settings.py)
+    "decision_log", "calibration",
 }) | LIMITS_SETTINGS
 
 ROUTER_SETTINGS = frozenset({

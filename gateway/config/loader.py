@@ -157,6 +157,7 @@ def _check_settings(config: GatewayConfig, failed: list[str], problems: Problems
     from types import SimpleNamespace
 
     from gateway.cache.settings import cache_settings_of
+    from gateway.decisionlog.settings import decision_log_settings
     from gateway.router.settings import router_settings
     from gateway.shared_state.factory import redis_url_from_config
 
@@ -167,6 +168,7 @@ def _check_settings(config: GatewayConfig, failed: list[str], problems: Problems
     for check in (lambda: router_settings(config.router_settings, config.litellm_settings, groups),
                   lambda: redis_url_from_config(general, config.router_settings),
                   lambda: cache_settings_of(config),  # the answer cache's keys (a ConfigError names the bad one)
+                  lambda: decision_log_settings(general, config.deployments),
                   lambda: _check_edge_and_database(general)):
         with problems.collect():
             try:

@@ -63,6 +63,7 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
 
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+NullableJSON = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")  # None is SQL NULL
 
 
 def utcnow() -> datetime:
@@ -260,12 +261,111 @@ class DailySpend(Base):
     cache_misses: Mapped[int] = mapped_column(sa.BigInteger(), default=0, server_default=sa.text("0"))
 
 
+class DecisionRecord(Base):
+    """The decision log: one row per answered question of a request (``request_id``, ``question_index``),
+    written through the spend outbox with its request's spend row; its outcome, when posted, on the same
+    row (``POST /v1/outcomes``), so a calibration report is one table's aggregate.
+
+    ``probabilities`` are the raw ones (as the upstream, or the cache, answered); ``served`` the
+    calibrated ones the caller got, NULL when no calibrator applied. The ``cal_*`` columns always hold
+    the served figures (the raw ones again when nothing applied), so the reports add them up without a
+    branch. ``bin`` is the 15-bin reliability bin of the top-1 probability; ``sum_sq`` the sum of the
+    squared probabilities (Brier = sum_sq - 2 p_outcome + 1). The outcome's measures (``correct``,
+    ``brier``, ``log_loss`` and their ``cal_`` twins) are computed when the outcome is stored.
+    """
+
+    __tablename__ = "decisions"
+    __table_args__ = (
+        sa.Index("ix_decisions_model_group_created_at", "model_group", "created_at"),
+        sa.Index("ix_decisions_site_created_at", "site", "created_at"),
+        sa.Index("ix_decisions_team_id_created_at", "team_id", "created_at"),
+        sa.Index("ix_decisions_created_at", "created_at"),
+    )
+
+    request_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    question_index: Mapped[int] = mapped_column(sa.Integer(), primary_key=True)
+    question: Mapped[str] = mapped_column(sa.String(255))  # the question's id (System One key, OpenAI name or index)
+    question_name: Mapped[str | None] = mapped_column(sa.String(255))
+    site: Mapped[str] = mapped_column(sa.String(32))
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    options: Mapped[list[Any]] = mapped_column(JSONType)  # the option values, [true, false], or the level indices
+    probabilities: Mapped[list[float]] = mapped_column(JSONType)
+    top_index: Mapped[int] = mapped_column(sa.Integer())
+    confidence: Mapped[float] = mapped_column(sa.Double())
+    bin: Mapped[int] = mapped_column(sa.Integer())
+    sum_sq: Mapped[float] = mapped_column(sa.Double())
+    served: Mapped[list[float] | None] = mapped_column(NullableJSON)
+    calibrator_id: Mapped[int | None] = mapped_column(sa.Integer())
+    cal_top_index: Mapped[int] = mapped_column(sa.Integer())
+    cal_confidence: Mapped[float] = mapped_column(sa.Double())
+    cal_bin: Mapped[int] = mapped_column(sa.Integer())
+    cal_sum_sq: Mapped[float] = mapped_column(sa.Double())
+    cached: Mapped[bool] = mapped_column(sa.Boolean(), default=False, server_default=sa.false())
+    model_group: Mapped[str | None] = mapped_column(sa.String(255))
+    model_id: Mapped[str | None] = mapped_column(sa.String(255))  # the deployment's id
+    model: Mapped[str | None] = mapped_column(sa.String(255))  # the deployment's provider/model
+    model_version: Mapped[str | None] = mapped_column(sa.String(255))  # the model the upstream said answered
+    api_key: Mapped[str] = mapped_column(sa.String(128), default="", server_default=sa.text("''"))
+    team_id: Mapped[str | None] = mapped_column(sa.String(64))
+    user: Mapped[str | None] = mapped_column(sa.String(255))
+    input_digest: Mapped[str | None] = mapped_column(sa.String(80))  # sha256:<hex> of the input; NULL: capture none
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    outcome: Mapped[Any | None] = mapped_column(NullableJSON, nullable=True)  # as posted: option, true/false, level
+    outcome_index: Mapped[int | None] = mapped_column(sa.Integer())
+    outcome_weight: Mapped[float | None] = mapped_column(sa.Double())
+    observed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    outcome_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    correct: Mapped[float | None] = mapped_column(sa.Double())
+    brier: Mapped[float | None] = mapped_column(sa.Double())
+    log_loss: Mapped[float | None] = mapped_column(sa.Double())
+    cal_correct: Mapped[float | None] = mapped_column(sa.Double())
+    cal_brier: Mapped[float | None] = mapped_column(sa.Double())
+    cal_log_loss: Mapped[float | None] = mapped_column(sa.Double())
+
+
+class DecisionInput(Base):
+    """A request's input, kept where the decision log's capture is ``full``, until ``full_retention`` runs
+    out (``decisions-gateway decision-log purge``)."""
+
+    __tablename__ = "decision_inputs"
+    __table_args__ = (sa.Index("ix_decision_inputs_created_at", "created_at"),)
+
+    request_id: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    content: Mapped[str] = mapped_column(sa.Text())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class CalibratorRecord(Base):
+    """A fitted calibrator, versioned per (``model_group``, ``site``; ``""`` for the whole group): one
+    version at a time is ``active``; a rollback activates the one before."""
+
+    __tablename__ = "calibrators"
+    __table_args__ = (sa.UniqueConstraint("model_group", "site", "version"),
+                      sa.Index("ix_calibrators_model_group_site_active", "model_group", "site", "active"))
+
+    id: Mapped[int] = mapped_column(sa.Integer(), primary_key=True, autoincrement=True)
+    model_group: Mapped[str] = mapped_column(sa.String(255))
+    site: Mapped[str] = mapped_column(sa.String(32), default="", server_default=sa.text("''"))
+    version: Mapped[int] = mapped_column(sa.Integer())
+    kind: Mapped[str] = mapped_column(sa.String(16))
+    method: Mapped[str] = mapped_column(sa.String(16))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    n: Mapped[int] = mapped_column(sa.Integer())
+    report: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the held-out measures before and after
+    active: Mapped[bool] = mapped_column(sa.Boolean(), default=False, server_default=sa.false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, server_default=sa.func.now())
+    created_by: Mapped[str | None] = mapped_column(sa.String(255))
+
+
 teams = Team.__table__
 users = User.__table__
 team_memberships = TeamMembership.__table__
 verification_tokens = VerificationToken.__table__
 spend_logs = SpendLog.__table__
 daily_spend = DailySpend.__table__
+decisions: sa.Table = DecisionRecord.__table__  # type: ignore[assignment]  # a Table, typed as a FromClause
+decision_inputs: sa.Table = DecisionInput.__table__  # type: ignore[assignment]
+calibrators: sa.Table = CalibratorRecord.__table__  # type: ignore[assignment]
 
 # The spend_logs columns a row dict may carry (the outbox's rows); anything else is refused at append.
 # Plain str, not SQLAlchemy's quoted_name: orjson takes only str keys.

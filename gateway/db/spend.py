@@ -25,6 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from gateway.db.decisions import check_extras, insert_decisions, split_extras
 from gateway.db.engine import Database
 from gateway.db.models import SPEND_LOG_COLUMNS, daily_spend, spend_logs, teams, users, verification_tokens
 from gateway.utc import utc
@@ -41,7 +42,10 @@ _LENGTHS = {c.name: c.type.length for c in spend_logs.columns
 
 
 def normalise_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A spend row with every spend_logs column, in the types the table takes; ``ValueError`` when unusable."""
+    """A spend row with every spend_logs column, in the types the table takes (and its decisions, when it
+    carries them: gateway/db/decisions.py); ``ValueError`` when unusable."""
+    row = dict(row)
+    extras = check_extras(split_extras(row))
     unknown = set(row) - SPEND_LOG_COLUMNS
     if unknown:
         raise ValueError(f"spend row: unknown columns {sorted(unknown)}")
@@ -71,6 +75,7 @@ def normalise_row(row: Mapping[str, Any]) -> dict[str, Any]:
         out["content"] = str(out["content"]).replace("\x00", "")
     if out["request_id"] != request_id:
         raise ValueError(f"spend row: request_id longer than {_LENGTHS['request_id']} characters")
+    out.update(extras)
     return out
 
 
@@ -100,6 +105,7 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
     if not unique:
         return 0
     ordered = [dict(unique[k]) for k in sorted(unique)]
+    extras = {row["request_id"]: found for row in ordered if (found := split_extras(row))}
     stmt = _new_rows_insert(db.dialect)
     async with db.engine.begin() as conn:
         inserted: set[str] = set()
@@ -115,6 +121,9 @@ async def insert_spend_rows(db: Database, rows: Iterable[Mapping[str, Any]]) -> 
                                            (users, "user_id", _spent_by(new, "user"))):
                 if amounts:
                     await conn.execute(_add_spend(table, column), amounts)
+            logged = {k: extras[k] for k in inserted if k in extras}
+            if logged:
+                await insert_decisions(conn, db.dialect, logged, {k: as_utc(unique[k]["startTime"]) for k in logged})
     return len(inserted)
 
 

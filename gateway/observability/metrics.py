@@ -132,11 +132,26 @@ class Metrics:
                                  "of its last request.", ("team",), "mostrecent")
         self.cooling = gauge("deployment_cooling_down", "1 while a deployment is cooling down (not picked), else 0.",
                              ("model_group", "deployment", "provider"), "mostrecent")
+        self.calibration_ece = gauge("calibration_ece", "Expected calibration error (15 equal-width bins of the top-1 "
+                                     "probability) of the last day's answers with outcomes, per model group and "
+                                     "configured site (all: every site of the group), for the raw and the served "
+                                     "probabilities.", ("model_group", "site", "probabilities"), "mostrecent")
+        self.calibration_brier = gauge("calibration_brier", "Mean Brier score of the last day's answers with outcomes, "
+                                       "labelled as calibration_ece.", ("model_group", "site", "probabilities"),
+                                       "mostrecent")
         self.in_flight = Gauge(PREFIX + "requests_in_flight", "Requests being answered now.", registry=reg,
                                multiprocess_mode="livesum")
         self._rows: dict[tuple[Any, ...], Row] = {}
         self.outbox = Gauge(PREFIX + "spend_outbox_depth", "Spend rows waiting in the durable outbox for the "
                             "database.", registry=reg, multiprocess_mode="livesum")
+
+    def calibration(self, figures: Iterable[tuple[str, str, str, float, float]]) -> None:
+        """The calibration gauges: (model group, site label, raw | calibrated, ECE, Brier) each; the group's
+        label as the other metrics bound it (an unconfigured group is not a label of its own)."""
+        for group, site, probabilities, ece, brier in figures:
+            label = self.labeller.group(group)
+            self.calibration_ece(label, site, probabilities).set(ece)
+            self.calibration_brier(label, site, probabilities).set(brier)
 
     # ---- per request -------------------------------------------------------------------------------
 

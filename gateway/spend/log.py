@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gateway.cache.steps import paid_usage, spend_columns
+from gateway.decisionlog.rows import decision_rows
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.db.drain_thread import DrainThread
     from gateway.db.engine import Database
     from gateway.db.outbox import SpendOutbox
+    from gateway.decisionlog.settings import DecisionLogSettings
 
 log = logging.getLogger("gateway.spend")
 
@@ -97,13 +99,24 @@ class SpendLog:
             self._drainer = DrainThread(self.outbox, opener(False))
             self._drainer.start()
 
-    def write(self, ctx: RequestContext) -> None:
+    def write(self, ctx: RequestContext, decision_log: DecisionLogSettings | None = None) -> None:
         """The request's row into the outbox (durable when this returns): every call that named a model
         group, and every call refused once its body was read (an unknown or missing model: LiteLLM logs
-        failed calls too). A request refused before that (no key, an unreadable body) has none."""
+        failed calls too). A request refused before that (no key, an unreadable body) has none. An
+        answered request's row carries its decisions (``gateway/decisionlog``), per ``decision_log``."""
         if self.outbox is None or (ctx.model_group is None and (ctx.error is None or ctx.body is None)):
             return
-        self.outbox.append(spend_row(ctx, self.store_content))
+        row = spend_row(ctx, self.store_content)
+        if decision_log is not None and ctx.result is not None:
+            identity = ctx.identity
+            capture = decision_log.capture_for(ctx.model_group, getattr(identity, "metadata", None),
+                                               getattr(identity, "team_metadata", None))
+            decisions, captured = decision_rows(ctx, capture)
+            if decisions:
+                row["decisions"] = decisions
+            if captured is not None:
+                row["decision_input"] = captured
+        self.outbox.append(row)
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {"database": "open" if self.db is not None else "unavailable"}

@@ -1,17 +1,21 @@
 """gateway/calibration/measures.py against closed-form cases: every measure by hand, the bins' edges, the
-bootstrap interval's behaviour (it holds the estimate, narrows with more decisions, repeats with its seed)."""
+bootstrap interval's behaviour (it holds the estimate, narrows with more decisions, repeats with its seed)
+and its closed forms, where a draw's ECE is a function of one binomial (drawn exactly, or by the normal
+approximation), and the exact draws against the binomial's probabilities."""
 
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
-from gateway.calibration.measures import (
+from gateway.calibration.measures import (  # _exact: the inversion behind ece_interval
     BINS,
     EPSILON,
     Bin,
     Decision,
+    _exact,
     bin_index,
     brier,
     ece,
@@ -98,3 +102,47 @@ def test_the_interval_holds_the_estimate_narrows_with_more_decisions_and_repeats
     assert low_l <= ece(large) <= high_l and high_l - low_l < wide / 3  # ~1/sqrt(100) as wide
     assert ece_interval(small, draws=400) == (low, high)  # the same seed, the same interval
     assert ece_interval(small, draws=400, seed=1) != (low, high)
+
+
+def test_the_interval_matches_closed_forms_in_the_exact_and_the_normal_regimes():
+    # one bin, calibrated: a draw's ECE is |R - 0.8 n| / n with R ~ Binomial(n, 0.8)
+    # n = 20 (variance 3.2: drawn exactly): P(|R - 16| <= 3) = 0.956, <= 4: 0.990, so the top is 4/20;
+    # P(R = 16) = 0.218, so the bottom is 0
+    low, high = ece_interval((Bin(12, 20, 16.0, 16.0),), draws=4000)
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(0.2)
+    # n = 10,000 (variance 1,600: the normal approximation): the top is z_0.9875 * 0.004 = 0.00897
+    assert ece_interval((Bin(12, 10_000, 8000.0, 8000.0),), draws=4000)[1] == pytest.approx(2.2414 * 0.004, rel=0.05)
+    # two bins, always right (confidence 0.7 and 0.9), 8 decisions each: a draw's ECE is 0.3 - 0.2 M / 16 with
+    # M ~ Binomial(16, 1/2) the decisions drawn into the 0.9 bin, whose 2.5% and 97.5% quantiles are 4 and 12
+    # (P(M <= 3) = 0.011, P(M <= 4) = 0.038; P(M <= 11) = 0.962, P(M <= 12) = 0.989)
+    two = (Bin(10, 8, 0.7 * 8, 8.0), Bin(13, 8, 0.9 * 8, 8.0))
+    assert ece_interval(two, draws=4000) == pytest.approx((0.3 - 0.2 * 12 / 16, 0.3 - 0.2 * 4 / 16))
+
+
+def test_the_exact_draws_follow_the_binomial() -> None:
+    # the inversion behind the small binomials: cumulative sums of Binomial(3, 1/2) are 1/8, 1/2, 7/8, 1
+    tables: dict[int, list[float]] = {}
+    terms: dict[int, float] = {}
+    assert _exact(tables, terms, 3, 0.5, 0.1) == 0 and tables[3] == [0.125]  # built only as far as needed
+    assert [_exact(tables, terms, 3, 0.5, u) for u in (0.125, 0.49, 0.5, 0.874, 0.875, 0.9999)] == [1, 1, 2, 2, 3, 3]
+    assert tables[3] == pytest.approx([0.125, 0.5, 0.875, 1.0])
+    rng = random.Random(3)  # and 20,000 draws of Binomial(12, 0.3) against its probabilities
+    counts = [0] * 13
+    for _ in range(20_000):
+        counts[_exact(tables, terms, 12, 0.3, rng.random())] += 1
+    for k in range(13):
+        assert counts[k] / 20_000 == pytest.approx(math.comb(12, k) * 0.3 ** k * 0.7 ** (12 - k), abs=0.01)
+
+
+def test_an_interval_over_a_thousand_decisions_covers_the_ece_and_repeats():
+    rng = random.Random(11)
+    decisions = []
+    for _ in range(1000):  # over-confident by about 0.1, spread over the upper bins
+        c = rng.uniform(0.5, 1.0)
+        decisions.append(Decision((c, 1 - c), 0 if rng.random() < c - 0.1 else 1))
+    table = reliability(decisions)
+    point = ece(table)
+    low, high = ece_interval(table)
+    assert low < point < high and 0.02 < high - low < 0.15
+    assert low < 0.1 < high  # the gap put in
+    assert ece_interval(table) == (low, high) and ece_interval(table, seed=5) != (low, high)

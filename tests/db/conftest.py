@@ -32,7 +32,7 @@ PG_SERVER = os.environ.get("DECISIONS_GATEWAY_TEST_PG", "postgresql://postgres@1
 PG_ADMIN_DB = "test"
 RUN_ID = uuid.uuid4().hex[:10]
 _NEXT_DB = itertools.count()  # one numbering for every PgDatabases of the run (the admin tests have their own)
-TABLES = ("daily_spend", "spend_logs", "verification_tokens", "team_memberships", "users", "teams")
+TABLES = ("decisions", "decision_inputs", "calibrators", "daily_spend", "spend_logs", "verification_tokens", "team_memberships", "users", "teams")
 
 
 class PgDatabases:

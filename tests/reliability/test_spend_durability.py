@@ -58,9 +58,11 @@ def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Pa
         try:
             deadline = time.monotonic() + 20
             rows: list[tuple[str, int]] = []
+            logged: list[tuple[str, int]] = []
             while time.monotonic() < deadline:
                 with sqlite3.connect(db) as conn:
                     rows = conn.execute("SELECT request_id, status FROM spend_logs").fetchall()
+                    logged = conn.execute("SELECT request_id, count(*) FROM decisions GROUP BY request_id").fetchall()
                 if {r[0] for r in rows} >= set(answered):
                     break
                 time.sleep(0.2)
@@ -68,6 +70,9 @@ def test_kill_9_under_load_loses_no_spend_row_and_writes_none_twice(tmp_path: Pa
             gateway.stop()
     ids = [r[0] for r in rows]
     assert set(answered) <= set(ids)  # every answered request has its row
+    # and its decision (one question a request), logged through the same outbox: none lost, none made up
+    assert set(answered) <= {r[0] for r in logged} <= set(ids)
+    assert {count for _, count in logged} == {1}
     assert len(ids) == len(set(ids))  # none twice
     unanswered = set(ids) - set(answered)
     assert len(unanswered) <= len(cut)  # none made up: at most the requests the kill cut off
