@@ -179,3 +179,44 @@ def test_rollback_answers_raw_again_and_too_few_outcomes_refuse_a_fit(world, fit
     (row,) = report["sites"]
     assert row["raw"]["n"] >= ASKED and row["raw"]["ece"] > 0.05
     assert len(row["raw"]["bins"]) > 3 and row["raw"]["ece_interval"][0] <= row["raw"]["ece"]
+
+
+def test_a_yes_no_site_gets_platt_scaling_on_both_wires(world):
+    gateway, db = world
+    refund = {"type": "noul", "instructions": "Is this a refund request?"}
+    before = logged_count(db)
+
+    def asked(i: int) -> httpx.Response:
+        response = CLIENT.post(gateway.url + "/v1/systemone", json={"model": "jev", "state": f"refund {i}",
+                                                                    "questions": {"refund": refund}})
+        assert response.status_code == 200, response.text
+        return response
+
+    responses = [asked(i) for i in range(120)]
+    wait_for(lambda: logged_count(db) >= before + 120, 30, "the yes/no decisions did not reach the database")
+    rng = random.Random(5)
+    outcomes = [{"request_id": r.headers["x-request-id"], "question": "refund",
+                 "outcome": draw(truth(f"refund {i}", "refund", 2), rng) == 0} for i, r in enumerate(responses)]
+    assert httpx.post(gateway.url + "/v1/outcomes", json={"outcomes": outcomes}, timeout=30).status_code == 200
+    yes_site = sites(systemone.parse_request({"model": "jev", "state": "x", "questions": {"refund": refund}}))[0]
+    fit = httpx.post(gateway.url + "/calibration/fit", json={"model_group": "jev", "site": yes_site}, timeout=60).json()
+    assert fit["method"] == "platt" and fit["kind"] == "yes_no" and set(fit["params"]) == {"a", "b"}
+    from gateway.calibration import platt
+
+    answer = ask_yes(gateway.url, refund)
+    raw = json.loads(answer.headers["x-decisions-raw-probabilities"])["refund"]
+    expected = platt.apply(raw[0], fit["params"]["a"], fit["params"]["b"])
+    assert answer.json()["answers"]["refund"]["noul"] == pytest.approx(expected, abs=1e-9)
+    import openai
+
+    decision = openai.OpenAI(api_key="any", base_url=f"{gateway.url}/v1", max_retries=0).decisions.create(
+        model="jev", input="a new refund question", questions=[{"type": "predicate", "name": "refund",
+                                                                "instructions": "Is this a refund request?"}])
+    assert decision.answers[0].probability == pytest.approx(expected, abs=1e-9)
+
+
+def ask_yes(url: str, refund: dict) -> httpx.Response:
+    response = CLIENT.post(url + "/v1/systemone", json={"model": "jev", "state": "a new refund question",
+                                                        "questions": {"refund": refund}})
+    assert response.status_code == 200, response.text
+    return response

@@ -45,6 +45,9 @@ def world(tmp_path_factory):
                 made = admin_ok(running, MASTER, "/team/new", {"team_alias": team})
                 keys[team] = admin_ok(running, MASTER, "/key/generate", {"team_id": made["team_id"]})["key"]
             keys["loner"] = admin_ok(running, MASTER, "/key/generate", {})["key"]
+            for capture in ("full", "none"):
+                keys[capture] = admin_ok(running, MASTER, "/key/generate",
+                                         {"metadata": {"decision_log": {"capture": capture}}})["key"]
             yield running, keys
         finally:
             running.stop()
@@ -175,3 +178,15 @@ def test_a_team_key_reads_the_report_of_its_own_team_only(world):
     support, everything = report(keys["support"]), report(MASTER)
     assert refund_n(support) == 1.0 and refund_n(everything) > refund_n(support)
     assert support["binning"]["bins"] == 15
+
+
+def test_a_keys_capture_level_keeps_the_input_its_digest_or_neither(world):
+    gateway, keys = world
+    full = ask(gateway, keys["full"], state="keep me whole").headers["x-request-id"]
+    none = ask(gateway, keys["none"], state="keep nothing").headers["x-request-id"]
+    assert {r["input_digest"] for r in logged(gateway, none)} == {None}
+    assert all(r["input_digest"].startswith("sha256:") for r in logged(gateway, full))
+    url = gateway.app.state.gateway.config.general_settings["database_url"]
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        kept = dict(conn.execute("SELECT request_id, content FROM decision_inputs").fetchall())
+    assert none not in kept and json.loads(kept[full])["state"] == "keep me whole"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-MASTER_PAGES = ["playground", "keys", "teams", "users", "spend", "models"]
+MASTER_PAGES = ["playground", "keys", "teams", "users", "spend", "models", "calibration"]
 MAX_PAGE_BYTES = 200 * 1024
 
 UNNAMED = """() => [...document.querySelectorAll('input, select, textarea, button, a[href], [role=tab]')]

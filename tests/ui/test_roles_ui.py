@@ -22,7 +22,7 @@ import httpx
 
 from tests.ui.conftest import MASTER
 
-ALL_PAGES = ["Playground", "My usage", "Keys", "Teams", "Users", "Spend", "Models"]
+ALL_PAGES = ["Playground", "My usage", "Keys", "Teams", "Users", "Spend", "Models", "Calibration"]
 
 
 def api(ui, method: str, path: str, key: str = MASTER, **kwargs) -> dict:
@@ -80,7 +80,7 @@ def test_the_master_key_sees_every_page_and_the_users_page_with_its_actions(ui):
     t = tag()
     new_user(ui, f"viewer-{t}", "proxy_admin_viewer")
     ui.sign_in()
-    expect(nav(ui)).to_have_text(["Playground", "Keys", "Teams", "Users", "Spend", "Models"])
+    expect(nav(ui)).to_have_text(["Playground", "Keys", "Teams", "Users", "Spend", "Models", "Calibration"])
     expect(ui.page.locator("#who-label")).to_have_text("Master key")
     ui.open("users")
     user = rows(ui, f"viewer-{t}")

@@ -14,6 +14,7 @@ const PAGES = {
   users: { title: "Users", module: "./users.js", shows: (r) => r.usersPage },
   spend: { title: "Spend", module: "./spend.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.spendPage) },
   models: { title: "Models", module: "./models.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.readsAll) },
+  calibration: { title: "Calibration", module: "./calibration.js", shows: (r) => r.kind === "master" || (r.kind === "user" && r.readsAll) },
 };
 
 const main = document.getElementById("main");

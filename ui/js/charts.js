@@ -96,3 +96,76 @@ export function barChart(data, { title, format = String } = {}) {
     return svg;
   });
 }
+
+const SERIES_SHAPES = { raw: "circle", calibrated: "square" };
+
+function marker(shape, cx, cy, r, attrs, ...children) {
+  if (shape === "square") return s("rect", { ...attrs, x: cx - r, y: cy - r, width: 2 * r, height: 2 * r }, ...children);
+  return s("circle", { ...attrs, cx, cy, r }, ...children);
+}
+
+/** A legend entry's swatch: the series' line and marker. */
+function swatch(name) {
+  return s("svg", { class: "legend-swatch", width: 28, height: 12, viewBox: "0 0 28 12", "aria-hidden": "true" },
+    s("line", { class: `rel-line ${name}`, x1: 1, x2: 27, y1: 6, y2: 6 }),
+    marker(SERIES_SHAPES[name] || "circle", 14, 6, 3.5, { class: `rel-point ${name}` }));
+}
+
+/**
+ * A reliability diagram: series [{name ("raw" | "calibrated"), label, bins: [{bin, lower, upper, n,
+ * confidence, accuracy}]}], each bin a point at (its mean confidence, its accuracy) joined in order,
+ * over the diagonal (a calibrated model's). Each series has its line, marker and colour; each point a
+ * <title> with its bin and n, and data-series, data-bin, data-n, data-confidence, data-accuracy.
+ */
+export function reliabilityChart(series, { title, format = (v) => v.toFixed(3) } = {}) {
+  const host = h("div", { class: "chart reliability", dataset: { chart: title } });
+  if (!series.some((one) => one.bins.length)) return host.appendChild(h("p", { class: "chart-empty" }, "No outcomes in this range.")).parentNode;
+  const plotHost = h("div", { class: "reliability-plot" });
+  const legend = h("ul", { class: "legend", "aria-label": "Legend" },
+    series.map((one) => h("li", null, swatch(one.name), one.label)),
+    h("li", null, s("svg", { class: "legend-swatch", width: 28, height: 12, viewBox: "0 0 28 12", "aria-hidden": "true" },
+      s("line", { class: "diagonal", x1: 1, x2: 27, y1: 11, y2: 1 })), "Ideal (confidence = accuracy)"));
+  host.append(plotHost, legend);
+  responsive(plotHost, (width) => {
+    const size = Math.max(200, Math.min(width, 440));
+    const left = 44;
+    const top = 8;
+    const right = 10;
+    const bottom = 38;
+    const plot = size - left - right;
+    const height = plot + top + bottom;
+    const x = (v) => left + v * plot;
+    const y = (v) => top + plot - v * plot;
+    const svg = s("svg", { width: size, height, viewBox: `0 0 ${size} ${height}`, role: "img",
+      "aria-label": `${title}: ${series.map((one) => `${one.label}, ${one.bins.length} bins`).join("; ")}; the diagonal is a calibrated model` });
+    for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+      svg.append(s("line", { class: t ? "grid-line" : "axis", x1: x(0), x2: x(1), y1: y(t), y2: y(t) }),
+        s("line", { class: t ? "grid-line" : "axis", x1: x(t), x2: x(t), y1: y(0), y2: y(1) }),
+        s("text", { x: left - 6, y: y(t) + 4, "text-anchor": "end", "font-size": FONT }, String(t)),
+        s("text", { x: x(t), y: top + plot + 15, "text-anchor": "middle", "font-size": FONT }, String(t)));
+    }
+    svg.append(s("line", { class: "diagonal", x1: x(0), y1: y(0), x2: x(1), y2: y(1) }),
+      s("text", { x: left + plot / 2, y: height - 4, "text-anchor": "middle", "font-size": FONT }, "Confidence (top-1 probability, by bin)"),
+      s("text", { x: 11, y: top + plot / 2, "text-anchor": "middle", "font-size": FONT, transform: `rotate(-90 11 ${top + plot / 2})` }, "Accuracy"));
+    // Lines first, then the markers, the first series' last: where the series agree, its dot sits inside the other's square.
+    const pointsOf = (one) => one.bins.filter((b) => b.n > 0 && b.confidence !== null && b.accuracy !== null);
+    for (const one of series) {
+      const points = pointsOf(one);
+      if (points.length > 1) {
+        svg.append(s("polyline", { class: `rel-line ${one.name}`, points: points.map((b) => `${x(b.confidence)},${y(b.accuracy)}`).join(" ") }));
+      }
+    }
+    for (const one of [...series].reverse()) {
+      const shape = SERIES_SHAPES[one.name] || "circle";
+      for (const b of pointsOf(one)) {
+        svg.append(marker(shape, x(b.confidence), y(b.accuracy), shape === "square" ? 5 : 3.5, {
+          class: `rel-point ${one.name}`, "data-series": one.name, "data-bin": b.bin, "data-n": b.n,
+          "data-confidence": b.confidence, "data-accuracy": b.accuracy,
+        }, s("title", null, `${one.label} · bin ${format(b.lower)}–${format(b.upper)}: n ${b.n}, ` +
+          `confidence ${format(b.confidence)}, accuracy ${format(b.accuracy)}`)));
+      }
+    }
+    return svg;
+  });
+  return host;
+}
