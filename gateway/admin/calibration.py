@@ -21,12 +21,13 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from gateway.admin import schemas
 from gateway.admin.common import AdminRoute, AnyCaller, Caller
 from gateway.auth import roles
 from gateway.calibration import service
+from gateway.db import queries
 from gateway.db.calibration_report import Filters
 from gateway.db.outcomes import OutcomeIn, OutcomeRefused, Scope, record_outcomes
 from gateway.utc import utc
@@ -44,6 +45,7 @@ class CalibrationRoute(AdminRoute):
 router = APIRouter(route_class=CalibrationRoute, tags=["calibration"])
 
 Site = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+Moment = Annotated[dt.datetime, AfterValidator(queries.in_range)]  # 400 naming the field out of range (UTC year 10000)
 QuestionRef = Annotated[str, StringConstraints(min_length=1, max_length=255)] | Annotated[int, Field(ge=0, le=10_000)]
 OutcomeValue = bool | Annotated[str, StringConstraints(min_length=1, max_length=255)] | Annotated[int, Field(ge=0)]
 
@@ -54,7 +56,7 @@ class OutcomeItem(schemas.Strict):
     outcome: OutcomeValue = Field(description="The option's value, true / false for a yes/no question, or the "
                                               "level's index for a score")
     weight: Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)] = 1.0
-    observed_at: dt.datetime | None = None
+    observed_at: Moment | None = None
 
 
 class OutcomesRequest(schemas.Strict):
@@ -123,8 +125,8 @@ async def calibration_report(request: Request, caller: AnyCaller,
                              model_version: Annotated[schemas.Text | None, Query()] = None,
                              site: Annotated[Site | None, Query()] = None,
                              team_id: Annotated[schemas.TeamId | None, Query()] = None,
-                             start: Annotated[dt.datetime | None, Query(description="ISO time, included")] = None,
-                             end: Annotated[dt.datetime | None, Query(description="ISO time, excluded")] = None,
+                             start: Annotated[Moment | None, Query(description="ISO time, included")] = None,
+                             end: Annotated[Moment | None, Query(description="ISO time, excluded")] = None,
                              ) -> Response:
     if start is not None and end is not None and utc(start) >= utc(end):
         raise RequestInvalid("start: must be before end.", ("start",), code="invalid_value")

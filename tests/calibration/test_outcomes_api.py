@@ -190,3 +190,18 @@ def test_a_keys_capture_level_keeps_the_input_its_digest_or_neither(world):
     with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
         kept = dict(conn.execute("SELECT request_id, content FROM decision_inputs").fetchall())
     assert none not in kept and json.loads(kept[full])["state"] == "keep me whole"
+
+
+def test_times_out_of_range_and_bad_filters_are_400_naming_the_field(world):
+    gateway, keys = world
+    headers = {"Authorization": f"Bearer {keys['risk']}"}
+    for params, field in (({"start": "9999-12-31T23:59:59-01:00"}, "start"), ({"site": "not-a-site"}, "site"),
+                          ({"start": "2026-12-02T00:00:00Z", "end": "2026-12-01T00:00:00Z"}, "start")):
+        response = httpx.get(gateway.url + "/calibration/report", params=params, headers=headers, timeout=10)
+        assert response.status_code == 400, response.text
+        assert field in response.json()["error"]["message"]
+    late = post(gateway, keys["risk"], [{"request_id": "x", "question": "q", "outcome": True,
+                                          "observed_at": "9999-12-31T23:59:59-01:00"}])
+    assert late.status_code == 400 and "observed_at" in late.json()["error"]["message"]
+    refused = httpx.post(gateway.url + "/calibration/fit", json={"model_group": "jev"}, headers=headers, timeout=10)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "admin_only"

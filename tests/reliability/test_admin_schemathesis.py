@@ -1,5 +1,5 @@
 """Schemathesis over the running gateway's ``/openapi.json``, the admin API's operations (``/key/*``,
-``/team/*``, ``/spend/logs``, ``/global/spend/report``, ``/model/info``, ``/config/reload``), with the
+``/team/*``, ``/spend/logs``, ``/global/spend/report``, ``/model/info``, ``/config/reload``, ``/calibration/*``, ``/v1/outcomes``), with the
 master key: no 500, a 200 matches the documented schema, and every answer is in OpenAI's error envelope
 (the admin API's, as LiteLLM's) or a documented body. A few examples per operation keep it well under a
 minute."""
@@ -14,7 +14,7 @@ from tests.fakes.typesafe import FakeTypeSafe
 from tests.reliability.wire_checks import ADMIN, problem
 
 MASTER = "sk-master-schemathesis-0123456789"
-ADMIN_PATHS = r"^/(key|team|spend|global|model|model_group|config|v1/model|v2/team)/"
+ADMIN_PATHS = r"^/(key|team|spend|global|model|model_group|config|v1/model|v2/team|calibration|v1/outcomes)\b"
 
 
 @pytest.fixture(scope="module")
