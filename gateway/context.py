@@ -50,6 +50,7 @@ class RequestContext:
     result: DecisionResult | None = None
     cache: Any = None  # the cache outcome (later)
     calibration_header: str | None = None  # x-decisions-calibration as sent (apply / off)
+    sites: tuple[str, ...] | None = None  # each question's site, once the calibrate step computed them
     calibration: Any = None  # what the calibrate step applied (gateway.calibration.apply.Applied): the raw result
     # settle and render
     cost: float | None = None

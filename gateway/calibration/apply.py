@@ -23,6 +23,9 @@ REFRESH_S = 10.0
 
 
 class Calibrating(Protocol):
+    @property
+    def method(self) -> str: ...  # temperature (any kind) or platt (yes/no only)
+
     def apply(self, probabilities: tuple[float, ...]) -> tuple[float, ...]: ...
 
 
@@ -75,6 +78,8 @@ def apply(result: DecisionResult, sites: Sequence[str], group: str,
     for answer, site in zip(result.answers, sites, strict=False):
         active = calibrators.find(group, site) if answer.kind in CALIBRATED_KINDS and answer.probabilities \
             else None
+        if active is not None and active.calibrator.method == "platt" and answer.kind != "yes_no":
+            active = None  # Platt scaling maps P(yes): a group's fitted on yes/no questions leaves the others raw
         if active is None:
             answers.append(answer)
             used.append(None)

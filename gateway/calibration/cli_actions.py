@@ -105,8 +105,8 @@ async def _parquet(rows: Any, output: str | None) -> int:
     if not output:
         return refuse("a parquet export needs --output FILE")
     try:
-        import pyarrow as pa  # type: ignore[import-not-found,unused-ignore]
-        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
+        import pyarrow as pa  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         return refuse("a parquet export needs pyarrow: pip install 'decisions-gateway[parquet]'")
     writer = None

@@ -20,7 +20,7 @@ from gateway.calibration import fitting, split, thresholds
 from gateway.calibration.apply import Active, CalibratorSet
 from gateway.calibration.report import build, measures_of
 from gateway.db import calibrators as store
-from gateway.db.calibration_report import Filters, bin_totals, samples, site_labels
+from gateway.db.calibration_report import Filters, bin_totals, samples, totals
 from gateway.db.engine import Database
 
 
@@ -33,8 +33,8 @@ class Refused(Exception):
 
 
 async def report(db: Database, filters: Filters, names: Mapping[str, str]) -> dict[str, Any]:
-    rows = await bin_totals(db, filters)
-    labels = await site_labels(db, filters) if rows else {}
+    found = await totals(db, filters)
+    rows, labels = found.rows, found.labels
     shown = {k: v for k, v in (("model_group", filters.model_group), ("model_id", filters.model_id),
                                ("model_version", filters.model_version), ("site", filters.site),
                                ("team_id", filters.team_id),
@@ -56,7 +56,9 @@ def _finite(value: Any) -> Any:
 async def fit(db: Database, model_group: str, site: str | None, created_by: str | None) -> dict[str, Any]:
     rows = await samples(db, Filters(model_group=model_group, site=site))
     kinds = {r.kind for r in rows}
-    kind = "yes_no" if kinds == {"yes_no"} else (next(iter(kinds)) if len(kinds) == 1 else "choice")
+    # a site's kind decides (Platt for yes/no); a whole group gets temperature scaling, which fits every kind
+    kind = (next(iter(kinds)) if len(kinds) == 1 else "choice") if site else ("score" if kinds == {"score"}
+                                                                               else "choice")
     chosen = [fitting.Sample(r.probabilities, r.outcome, r.weight, r.request_id, r.question_index) for r in rows]
     try:
         result = fitting.fit_calibrator(kind, chosen)

@@ -61,7 +61,8 @@ async def calibrate(pipeline: CalibratingPipeline, ctx: RequestContext) -> None:
         ctx.headers[CALIBRATION_HEADER] = "off"
         return
     shas = getattr(ctx.cache, "shas", None)
-    site_list = [shas[q.id].hex()[:SITE_HEX] for q in ctx.req.questions] if shas else list(sites(ctx.req))
+    site_list = tuple(shas[q.id].hex()[:SITE_HEX] for q in ctx.req.questions) if shas else sites(ctx.req)
+    ctx.sites = site_list  # the decision log's too
     result, applied = apply(ctx.result, site_list, group, pipeline.calibrators)
     if applied is None:
         ctx.headers[CALIBRATION_HEADER] = "none"

@@ -1,10 +1,10 @@
 """Calibration reports and fit samples, read from ``decisions`` (their outcomes on the same rows).
 
-``bin_totals(db, filters)`` is the one aggregate the reports need, added up in SQL: per (model group,
-model version, site, bin) the outcomes' weight, their weighted top-1 probability, the weight of the
-right ones, and the weighted Brier and log-loss sums, once over the raw probabilities' bins and once
-over the served (calibrated) ones. Bins are additive, so the per-site and per-model figures are sums of
-these rows (``gateway/calibration/report.py``), and no decision is loaded into Python.
+``totals(db, filters)`` is the one aggregate the reports need, added up in SQL in one scan: per (model
+group, model version, site, bin) the outcomes' weight, their weighted top-1 probability, the weight of
+the right ones, and the weighted Brier and log-loss sums, over the raw probabilities' bins and over
+the served (calibrated) ones, and each site's kind and question. Bins are additive, so the per-site and
+per-model figures are sums of these rows (``gateway/calibration/report.py``), and no decision is loaded into Python.
 ``samples(db, ...)`` loads the decisions a fit or a threshold needs (capped: the newest first).
 """
 
@@ -66,21 +66,46 @@ class BinRow:
     log_loss_sum: float
 
 
-async def bin_totals(db: Database, filters: Filters) -> list[BinRow]:
+@dataclass(frozen=True)
+class Totals:
+    rows: list[BinRow]  # raw and calibrated bins
+    labels: dict[str, tuple[str, str]]  # site -> (kind, a question id or name it was asked as)
+
+
+def totals_query(filters: Filters) -> Any:
+    """Grouped by (group, version, site, raw bin, calibrated bin): the weight and the weighted sums of both."""
     c = decisions.c
-    weight = c.outcome_weight
-    out: list[BinRow] = []
+    w = c.outcome_weight
+    keys = (sa.func.coalesce(c.model_group, ""), sa.func.coalesce(c.model_version, ""), c.site, c.bin, c.cal_bin)
+    sums = [sa.func.sum(w), sa.func.sum(w * c.confidence), sa.func.sum(w * c.correct), sa.func.sum(w * c.brier),
+            sa.func.sum(w * c.log_loss), sa.func.sum(w * c.cal_confidence), sa.func.sum(w * c.cal_correct),
+            sa.func.sum(w * c.cal_brier), sa.func.sum(w * c.cal_log_loss)]
+    label = (sa.func.min(c.kind), sa.func.min(sa.func.coalesce(c.question_name, c.question)))
+    return sa.select(*keys, *label, *sums).where(*filters.where()).group_by(*keys)
+
+
+async def totals(db: Database, filters: Filters) -> Totals:
+    """The raw and the calibrated bins and the sites' labels in one scan (``totals_query``: at most 15 x 15
+    cells a site), split into both sets of bins here."""
     async with db.engine.connect() as conn:
-        for calibrated, bin_, conf, correct, brier, loss in (
-                (False, c.bin, c.confidence, c.correct, c.brier, c.log_loss),
-                (True, c.cal_bin, c.cal_confidence, c.cal_correct, c.cal_brier, c.cal_log_loss)):
-            keys = (sa.func.coalesce(c.model_group, ""), sa.func.coalesce(c.model_version, ""), c.site, bin_)
-            query = (sa.select(*keys, sa.func.sum(weight), sa.func.sum(weight * conf), sa.func.sum(weight * correct),
-                               sa.func.sum(weight * brier), sa.func.sum(weight * loss))
-                     .where(*filters.where()).group_by(*keys))
-            for row in (await conn.execute(query)).all():
-                out.append(BinRow(row[0], row[1], row[2], calibrated, int(row[3]), *(float(v or 0.0) for v in row[4:])))
-    return out
+        found = (await conn.execute(totals_query(filters))).all()
+    cells: dict[tuple[str, str, str, bool, int], list[float]] = {}
+    labels: dict[str, tuple[str, str]] = {}
+    for group, version, site, raw_bin, cal_bin, kind, question, *values in found:
+        n, *rest = (float(v or 0.0) for v in values)
+        for calibrated, bin_, parts in ((False, raw_bin, rest[:4]), (True, cal_bin, rest[4:])):
+            cell = cells.setdefault((group, version, site, calibrated, int(bin_)), [0.0] * 5)
+            for i, v in enumerate((n, *parts)):
+                cell[i] += v
+        known = labels.get(site)
+        labels[site] = (kind, question) if known is None else (min(known[0], kind), min(known[1], question))
+    rows = [BinRow(*key, *cell) for key, cell in sorted(cells.items())]
+    return Totals(rows, labels)
+
+
+async def bin_totals(db: Database, filters: Filters) -> list[BinRow]:
+    """Per (group, version, site, bin), for the raw and the calibrated probabilities (``totals``)."""
+    return (await totals(db, filters)).rows
 
 
 async def site_labels(db: Database, filters: Filters) -> dict[str, tuple[str, str]]:

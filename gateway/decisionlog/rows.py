@@ -62,7 +62,8 @@ def decision_rows(ctx: RequestContext, capture: Capture) -> tuple[list[dict[str,
     applied = ctx.calibration
     raw = applied.raw if applied is not None else result
     outcome = ctx.cache if isinstance(ctx.cache, CacheOutcome) else None
-    tokens = image_tokens(req) if outcome is None or capture != "none" else {}
+    known = ctx.sites  # computed by the calibrate step, when it ran
+    tokens = image_tokens(req) if (outcome is None and known is None) or capture != "none" else {}
     shas = outcome.shas if outcome is not None else None
     identity, dep = ctx.identity, ctx.deployment
     digest = None
@@ -72,8 +73,11 @@ def decision_rows(ctx: RequestContext, capture: Capture) -> tuple[list[dict[str,
     for index, (question, answer) in enumerate(zip(req.questions, raw.answers, strict=False)):
         if answer.kind not in JUDGED_KINDS or not answer.probabilities:
             continue
-        sha = shas.get(question.id) if shas is not None else None
-        site = (sha or question_digest(question, tokens)).hex()[:SITE_HEX]
+        if known is not None:
+            site = known[index]
+        else:
+            sha = shas.get(question.id) if shas is not None else None
+            site = (sha or question_digest(question, tokens)).hex()[:SITE_HEX]
         hit = outcome.found.hits.get(index) if outcome is not None else None
         answered_by = hit.deployment if hit is not None else dep
         served = None
