@@ -161,10 +161,11 @@ def test_schema_errors_and_a_batch_over_its_cap_are_4xx_naming_the_field(world):
 
 def test_a_team_key_reads_the_report_of_its_own_team_only(world):
     gateway, keys = world
-    request_id = ask(gateway, keys["support"], state="support only").headers["x-request-id"]
-    logged(gateway, request_id)
-    assert post(gateway, keys["support"], [{"request_id": request_id, "question": "refund",
-                                            "outcome": True}]).status_code == 200
+    for team in ("support", "risk"):  # one outcome of each team's (not relying on the other tests' outcomes)
+        request_id = ask(gateway, keys[team], state=f"{team} only").headers["x-request-id"]
+        logged(gateway, request_id)
+        assert post(gateway, keys[team], [{"request_id": request_id, "question": "refund",
+                                           "outcome": True}]).status_code == 200
 
     def report(key: str) -> dict:
         response = httpx.get(gateway.url + "/calibration/report", params={"model_group": "jev"},
@@ -176,7 +177,7 @@ def test_a_team_key_reads_the_report_of_its_own_team_only(world):
         return sum(s["raw"]["n"] for s in body["sites"] if s["question"] == "refund")
 
     support, everything = report(keys["support"]), report(MASTER)
-    assert refund_n(support) == 1.0 and refund_n(everything) > refund_n(support)
+    assert refund_n(support) == 1.0 and refund_n(everything) >= 2.0
     assert support["binning"]["bins"] == 15
 
 
