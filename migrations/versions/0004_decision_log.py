@@ -69,8 +69,6 @@ def upgrade() -> None:
     )
     op.create_index("ix_decisions_model_group_created_at", "decisions", ["model_group", "created_at"])
     op.create_index("ix_decisions_site_created_at", "decisions", ["site", "created_at"])
-    op.create_index("ix_decisions_team_id_created_at", "decisions", ["team_id", "created_at"])
-    op.create_index("ix_decisions_created_at", "decisions", ["created_at"])
     op.create_table(
         "decision_inputs",
         sa.Column("request_id", sa.String(255), nullable=False),
@@ -104,7 +102,6 @@ def downgrade() -> None:
     op.drop_table("calibrators")
     op.drop_index("ix_decision_inputs_created_at", table_name="decision_inputs")
     op.drop_table("decision_inputs")
-    for name in ("ix_decisions_created_at", "ix_decisions_team_id_created_at", "ix_decisions_site_created_at",
-                 "ix_decisions_model_group_created_at"):
+    for name in ("ix_decisions_site_created_at", "ix_decisions_model_group_created_at"):
         op.drop_index(name, table_name="decisions")
     op.drop_table("decisions")
