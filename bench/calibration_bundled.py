@@ -461,8 +461,9 @@ def section(results: Results) -> str:
         timing += f", {results.fresh} fresh in {results.fresh_s:.0f} s"
     timing += (f"; the log took {results.first_wait_s:.1f} s to take the outcomes; {results.total_s:.0f} s in all, "
                f"load average {env['load_start'][0]:.1f} at the start and {results.load_end:.1f} at the end (a shared "
-               "machine: other jobs slow the requests; the figures do not depend on it). The defaults (1,000 words, "
-               "500 fresh) keep a run near 10 minutes on 2 busy cores; on idle ones it is a few minutes.")
+               "machine: other jobs slow the requests; the figures do not depend on it). With the defaults "
+               "(1,000 words, 500 fresh) a run took 2.5 minutes on 2 idle cores and up to 13 beside another "
+               "suite's tests.")
     fitted = (f"Fitted: Platt a = {params.get('a', float('nan')):.3f}, b = {params.get('b', float('nan')):.3f} "
               "(P' = sigmoid(a·logit(P) + b)). Raw P(yes), mean over the positive words "
               f"{results.mean_p_yes.get('positive', float('nan')):.3f}, over the negative ones "

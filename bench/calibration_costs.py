@@ -132,7 +132,7 @@ def _apply_case(n: int, sizes: Sizes, rng: random.Random) -> ApplyTiming:
 
     def step() -> None:
         ctx.result = result
-        _run_sync(calibrate(pipeline, ctx))  # type: ignore[arg-type]
+        _run_sync(calibrate(pipeline, ctx))
 
     step()
     assert ctx.headers["x-decisions-calibration"].startswith(f"applied; questions={n}/{n}")
@@ -223,7 +223,7 @@ def _ingest_http(path: Path, tmp: Path, ids: list[str], values: list[Any], warm:
 async def pg_create(server: str) -> tuple[str, str] | None:
     """A ``dg_bench_<random>`` database made through the ``test`` database, and the server's version; None when
     the server cannot be reached."""
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
 
     name = f"dg_bench_{uuid.uuid4().hex[:10]}"
     try:

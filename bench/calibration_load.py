@@ -114,7 +114,9 @@ class Pooled:
 
 
 def _pool(rng: random.Random, kind: str, calibrated: bool) -> list[Pooled]:
-    n, options = {"choice": (4, CHOICE_OPTIONS), "yes_no": (2, [True, False]), "score": (3, [0, 1, 2])}[kind]
+    shapes: dict[str, tuple[int, list[Any]]] = {"choice": (4, list(CHOICE_OPTIONS)), "yes_no": (2, [True, False]),
+                                                "score": (3, [0, 1, 2])}
+    n, options = shapes[kind]
     out = []
     for _ in range(POOL):
         p = random_probabilities(rng, n)
@@ -177,5 +179,5 @@ async def copy_logged(db: Database, n: int, layout: Layout, now: dt.datetime) ->
     """COPY ``n`` rows (``bulk_records``) into ``decisions``, one transaction per batch."""
     for records in bulk_records(n, layout, now):
         async with db.engine.begin() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
+            driver: Any = (await conn.get_raw_connection()).driver_connection
             await driver.copy_records_to_table("decisions", records=records, columns=list(COPY_COLUMNS))

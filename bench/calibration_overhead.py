@@ -64,7 +64,7 @@ def measure_log_cpu(sizes: Sizes) -> dict[str, float]:
     base = _time(lambda: encode_row(plain), number, sizes.apply_repeat)
     out = {}
     for capture in ("none", "digest", "full"):
-        rows, captured = decision_rows(ctx, capture)  # type: ignore[arg-type]
+        rows, captured = decision_rows(ctx, capture)
         assert len(rows) == 3
         row = {**plain, "decisions": rows, **({"decision_input": captured} if captured else {})}
         build = _time(lambda c=capture: decision_rows(ctx, c), number, sizes.apply_repeat)  # type: ignore[misc]
