@@ -20,7 +20,7 @@ import datetime as dt
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import AfterValidator, Field, StringConstraints
 
 from gateway.admin import schemas
@@ -87,11 +87,17 @@ def scope_of(request: Request, caller: Caller) -> Scope:
     return Scope(api_key=identity.key_hash or "")
 
 
-def _admin_only(request: Request, caller: Caller) -> None:
+def fitter(request: Request, caller: AnyCaller) -> Caller:
+    """A caller that may fit and roll back calibrators: a proxy admin, or anyone on an open gateway (checked
+    before the body is validated: a caller that may not learns nothing of it)."""
     if not (getattr(request.state, "open_gateway", False) or roles.writes_all(caller.identity)):
         raise DecisionError(status=403, message="Only a proxy admin (the master key, or a proxy_admin user's key) "
                             "fits or rolls back calibrators: they change the answers of every caller of the group.",
                             type="permission_error", code="admin_only")
+    return caller
+
+
+Fitter = Annotated[Caller, Depends(fitter)]
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -137,8 +143,7 @@ async def calibration_report(request: Request, caller: AnyCaller,
 
 
 @router.post("/calibration/fit", summary="Fit a calibrator for a site or a model group from its outcomes")
-async def calibration_fit(request: Request, caller: AnyCaller, body: FitRequest) -> Response:
-    _admin_only(request, caller)
+async def calibration_fit(request: Request, caller: Fitter, body: FitRequest) -> Response:
     try:
         fitted = await service.fit(caller.admin.db, body.model_group, body.site, caller.identity.key_alias)
     except service.Refused as exc:
@@ -148,8 +153,7 @@ async def calibration_fit(request: Request, caller: AnyCaller, body: FitRequest)
 
 
 @router.post("/calibration/rollback", summary="Deactivate a calibrator; the version before it applies again")
-async def calibration_rollback(request: Request, caller: AnyCaller, body: FitRequest) -> Response:
-    _admin_only(request, caller)
+async def calibration_rollback(request: Request, caller: Fitter, body: FitRequest) -> Response:
     try:
         rolled = await service.rollback(caller.admin.db, body.model_group, body.site)
     except service.Refused as exc:
@@ -159,11 +163,17 @@ async def calibration_rollback(request: Request, caller: AnyCaller, body: FitReq
 
 
 @router.get("/calibration/calibrators", summary="The fitted calibrators, newest version first")
-async def calibration_calibrators(caller: AnyCaller, model_group: Annotated[schemas.ModelName | None, Query()] = None,
+async def calibration_calibrators(request: Request, caller: AnyCaller,
+                                  model_group: Annotated[schemas.ModelName | None, Query()] = None,
                                   site: Annotated[Site | None, Query()] = None) -> Response:
+    """Every group's for a proxy admin or viewer (or an open gateway); a key sees those of the groups it may call."""
     from gateway.db import calibrators
 
-    return _json({"calibrators": await calibrators.listing(caller.admin.db, model_group, site)})
+    listed = await calibrators.listing(caller.admin.db, model_group, site)
+    allowed = caller.identity.models
+    if not scope_of(request, caller).everything and allowed is not None:
+        listed = [row for row in listed if row["model_group"] in allowed]
+    return _json({"calibrators": listed})
 
 
 @router.post("/calibration/thresholds", summary="The threshold reaching a target precision, recall or accuracy")

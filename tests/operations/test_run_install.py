@@ -26,7 +26,7 @@ from tests.shared_state.conftest import free_port
 SERVED = ("gateway", "providers", "translators", "backend", "migrations")
 FIRST_PARTY = {*SERVED, "ui", "tests", "bench"}
 # Imported only when the config asks for it, and installed by its own extra.
-OPTIONAL = {"opentelemetry": "otel"}
+OPTIONAL = {"opentelemetry": "otel", "pyarrow": "parquet"}
 READY_TIMEOUT_S = 300.0  # the bundled model loads before readiness
 
 

@@ -177,6 +177,8 @@ def test_forged_forwarding_headers_are_not_relayed_or_reflected(forgery, hostile
 
 OPERATOR_ROUTES = admin_routes() + [("GET", "/metrics"), ("GET", "/health/providers")]
 SCOPED = ("/model/info", "/v1/model/info", "/model_group/info", "/v2/team/list")
+CALIBRATION_READS = ("/calibration/report", "/calibration/calibrators")  # fit and rollback: proxy admins (403)
+CALIBRATION_POSTS = ("/v1/outcomes", "/calibration/thresholds")
 
 
 @pytest.mark.parametrize("method, path", OPERATOR_ROUTES, ids=[f"{m} {p}" for m, p in OPERATOR_ROUTES])
@@ -203,6 +205,13 @@ def test_admin_routes_refuse_no_key_and_a_virtual_key(forgery, method, path):
     if path in SCOPED:  # LiteLLM's read routes any key may call: only what the key may see (it has no team)
         assert virtual.status_code == 200, virtual.text
         assert virtual.json().get("teams", []) == [] and "api_base" not in virtual.text, virtual.text
+        return
+    if path in CALIBRATION_READS:  # any key: its own decisions only (it has no team: the key's own; none here)
+        assert virtual.status_code == 200, virtual.text
+        assert virtual.json().get("sites", []) == [] and virtual.json().get("models", []) == [], virtual.text
+        return
+    if path in CALIBRATION_POSTS:  # any key may post (scoped): the empty body is refused for what it lacks
+        assert virtual.status_code == 400 and "is required" in virtual.json()["error"]["message"], virtual.text
         return
     assert virtual.status_code == 403, virtual.text
     envelope(virtual, ADMIN)
