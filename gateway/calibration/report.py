@@ -22,7 +22,7 @@ from gateway.db.calibration_report import BinRow
 # keeps measures.DRAWS.
 REPORT_DRAWS = 200
 BINNING = {"bins": BINS, "width": 1.0 / BINS, "of": "the top-1 probability",
-           "edges": "[b/15, (b+1)/15), 1.0 in the last",
+           "edges": f"[b/{BINS}, (b+1)/{BINS}), 1.0 in the last",
            "interval": f"bootstrap over the bins, {REPORT_DRAWS} draws, central {LEVEL:.0%}"}
 
 

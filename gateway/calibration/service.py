@@ -20,7 +20,7 @@ from gateway.calibration import fitting, split, thresholds
 from gateway.calibration.apply import Active, CalibratorSet
 from gateway.calibration.report import build, measures_of
 from gateway.db import calibrators as store
-from gateway.db.calibration_report import Filters, bin_totals, samples, totals
+from gateway.db.calibration_report import Filters, bin_totals, options_of_site, samples, totals
 from gateway.db.engine import Database
 
 
@@ -156,8 +156,6 @@ async def _option_index(db: Database, filters: Filters, option: Any, kind: str) 
         if option not in (None, True, "true", "yes"):
             raise Refused("a yes/no site's threshold is on P(yes): leave option out.", 422, "invalid_value", "option")
         return 0
-    from gateway.db.calibration_report import options_of_site
-
     options = await options_of_site(db, filters)
     for i, value in enumerate(options):
         if value == option and isinstance(value, bool) == isinstance(option, bool):

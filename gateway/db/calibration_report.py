@@ -11,7 +11,6 @@ per-model figures are sums of these rows (``gateway/calibration/report.py``), an
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,15 +113,6 @@ async def bin_totals(db: Database, filters: Filters) -> list[BinRow]:
     return (await totals(db, filters)).rows
 
 
-async def site_labels(db: Database, filters: Filters) -> dict[str, tuple[str, str]]:
-    """site -> (kind, a question id or name it was asked as), for the sites the filters reach."""
-    c = decisions.c
-    query = (sa.select(c.site, sa.func.min(c.kind), sa.func.min(sa.func.coalesce(c.question_name, c.question)))
-             .where(*filters.where()).group_by(c.site))
-    async with db.engine.connect() as conn:
-        return {row[0]: (row[1], row[2]) for row in (await conn.execute(query)).all()}
-
-
 @dataclass(frozen=True)
 class SampleRow:
     request_id: str
@@ -144,12 +134,6 @@ async def samples(db: Database, filters: Filters, limit: int = MAX_SAMPLES) -> l
         rows = (await conn.execute(query)).all()
     return [SampleRow(r[0], int(r[1]), r[2], tuple(r[3]), tuple(r[4] or r[3]), int(r[5]), float(r[6] or 0.0))
             for r in rows]
-
-
-async def kinds(db: Database, filters: Filters) -> Sequence[str]:
-    c = decisions.c
-    async with db.engine.connect() as conn:
-        return [r[0] for r in (await conn.execute(sa.select(c.kind).where(*filters.where()).distinct())).all()]
 
 
 async def options_of_site(db: Database, filters: Filters) -> list[Any]:

@@ -75,7 +75,7 @@ def _driver_insert(dialect: str) -> str:
     return f"INSERT INTO decisions ({columns}) VALUES ({marks}) ON CONFLICT (request_id, question_index) DO NOTHING"
 
 
-def _driver_row(decision: Mapping[str, Any], request_id: str, when: Any, dialect: str) -> tuple[Any, ...]:
+def _driver_row(decision: Mapping[str, Any], request_id: str, when: Any) -> tuple[Any, ...]:
     values = {**decision, "request_id": request_id, "created_at": when}
     out = []
     for name in LOGGED:
@@ -99,7 +99,7 @@ async def insert_decisions(conn: Any, dialect: str, extras: Mapping[str, Mapping
         when = utc(times[request_id])
         stamp = when.astimezone(dt.UTC).replace(tzinfo=None).strftime(SQLITE_TIME) if dialect == "sqlite" else when
         for decision in found.get("decisions") or ():
-            rows.append(_driver_row(decision, request_id, stamp, dialect))
+            rows.append(_driver_row(decision, request_id, stamp))
         captured = found.get("decision_input")
         if captured is not None:
             inputs.append({"request_id": request_id, "content": captured["content"], "created_at": when})

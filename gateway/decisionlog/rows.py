@@ -63,7 +63,9 @@ def decision_rows(ctx: RequestContext, capture: Capture) -> tuple[list[dict[str,
     raw = applied.raw if applied is not None else result
     outcome = ctx.cache if isinstance(ctx.cache, CacheOutcome) else None
     known = ctx.sites  # computed by the calibrate step, when it ran
-    tokens = image_tokens(req) if (outcome is None and known is None) or capture != "none" else {}
+    # the images' tokens: for the input's digest, and for the sites when neither the step nor the cache made them
+    needs_tokens = capture != "none" or (known is None and outcome is None)
+    tokens = image_tokens(req) if needs_tokens else {}
     shas = outcome.shas if outcome is not None else None
     identity, dep = ctx.identity, ctx.deployment
     digest = None
